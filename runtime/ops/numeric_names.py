@@ -18,6 +18,7 @@ from ..tensor import Tensor
 from . import functional as F
 from . import prims as P
 from .dispatch import apply
+from .layouts import check_factory_options
 
 # --- windows ------------------------------------------------------------------------------------
 
@@ -31,10 +32,11 @@ def _window(name: str, values: Callable[[int, np.dtype], np.ndarray]) -> Callabl
                requires_grad: bool = False) -> Tensor:
         from ..creation import tensor
 
+        check_factory_options(f"{name}_window", layout, pin_memory)
         dt = D.as_dtype(dtype) if dtype is not None else D.default_float
         if not dt.is_floating_point:
             raise RuntimeError(f"{name}_window expects floating point dtypes, got: "
-                               f"{D.scalar_type_name(dt)}")
+                               f"{_tensor_options(dt, device, layout)}")
         if window_length < 0:
             raise RuntimeError(f"{name}_window requires non-negative window_length, got "
                                f"window_length={window_length}")
@@ -49,6 +51,16 @@ def _window(name: str, values: Callable[[int, np.dtype], np.ndarray]) -> Callabl
     window.__name__ = window.__qualname__ = f"{name}_window"
     window.__doc__ = f"PyTorch's ``{name}_window`` (periodic by default)."
     return window
+
+
+def _tensor_options(dt: D.DType, device: Any, layout: Any) -> str:
+    """PyTorch's printed TensorOptions of a window factory's arguments (its dtype error)."""
+    from .._device import device as as_device
+
+    where = "cpu" if device is None else str(as_device(device))
+    shape = "Strided (default)" if layout is None else "Strided"
+    return (f"TensorOptions(dtype={D.type_meta_name(dt)}, device={where}, layout={shape}, "
+            "requires_grad=false (default), pinned_memory=false, memory_format=(nullopt))")
 
 
 def _stepper(dt: np.dtype) -> tuple[Callable[[float], Any], Callable[[Any], np.ndarray]]:
@@ -99,7 +111,8 @@ def hamming_window(window_length: int, periodic: bool = True, alpha: float = 0.5
                    requires_grad: bool = False) -> Tensor:
     """alpha - beta cos(2 pi n / (N - 1))."""
     return _window("hamming", _cosine_window(alpha, beta))(
-        window_length, periodic, dtype=dtype, device=device, requires_grad=requires_grad)
+        window_length, periodic, dtype=dtype, layout=layout, device=device,
+        pin_memory=pin_memory, requires_grad=requires_grad)
 
 
 def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0, *,
@@ -107,7 +120,8 @@ def kaiser_window(window_length: int, periodic: bool = True, beta: float = 12.0,
                   pin_memory: bool | None = None, requires_grad: bool = False) -> Tensor:
     """I0(beta sqrt(1 - (2n / (N - 1) - 1)^2)) / I0(beta) (in float64, then rounded)."""
     return _window("kaiser", lambda n, dt: np.kaiser(n, beta))(
-        window_length, periodic, dtype=dtype, device=device, requires_grad=requires_grad)
+        window_length, periodic, dtype=dtype, layout=layout, device=device,
+        pin_memory=pin_memory, requires_grad=requires_grad)
 
 
 # --- histogram ----------------------------------------------------------------------------------

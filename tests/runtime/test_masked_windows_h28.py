@@ -246,3 +246,17 @@ def test_scan_to_bool_raises_as_torch(name: str) -> None:
     with pytest.raises(NotImplementedError, match=msg):
         getattr(rt, name)(x, 0, out=rt.empty(3, dtype=rt.bool))
     assert getattr(rt, name)(x.bool(), 0).dtype is rt.int64
+
+
+@pytest.mark.parametrize("name", ["hann", "hamming", "bartlett", "blackman", "kaiser"])
+def test_torch_window_factories_check_their_options(name: str) -> None:
+    """torch.<name>_window's dtype error prints its TensorOptions, and layout=/pin_memory=
+    are checked (hamming_window and kaiser_window took and ignored them)."""
+    for kwargs in ({"dtype": "int64"}, {"dtype": "uint8", "layout": "strided"},
+                   {"pin_memory": True}):
+        test_errors_match_torch(name, lambda L, kw=kwargs: getattr(L, f"{name}_window")(
+            4, **{k: getattr(L, v) if isinstance(v, str) else v for k, v in kw.items()}))
+    with pytest.raises(NotImplementedError, match="only strided tensors here"):
+        getattr(rt, f"{name}_window")(4, layout="sparse_coo")
+    want = getattr(torch, f"{name}_window")(5, False, layout=torch.strided, pin_memory=False)
+    _same(getattr(rt, f"{name}_window")(5, False, layout=rt.strided, pin_memory=False), want)
