@@ -823,10 +823,11 @@ def in_dtype(fn: Callable[..., Tensor], x: Tensor, dtype: Any, *args: Any) -> Te
     return out if out.dtype is dt else cast(out, dt)
 
 
-def _check_scan_dtype(name: str, dtype: Any) -> None:
+def _check_scan_dtype(name: str, x: Tensor, dtype: Any) -> None:
     """PyTorch's cumsum and cumprod have no bool kernel: a bool ``dtype=`` (or out=) raises
-    (a bool input without one is scanned in int64)."""
-    if D.as_dtype(dtype) is D.bool_:
+    where one would run (not for a 0-dim or empty x, which it copies; a bool x without a
+    dtype is scanned in int64)."""
+    if D.as_dtype(dtype) is D.bool_ and x.ndim and x.numel():
         raise NotImplementedError(f'"{name}_out_cpu" not implemented for \'Bool\'')
 
 
@@ -835,7 +836,7 @@ def cumsum(input: Tensor, dim: int, *, dtype: Any = None,  # noqa: A002
     if out is not None:
         return written_to(out, cumsum(input, dim, dtype=_out_dtype(dtype, out)), "cumsum")
     if dtype is not None:
-        _check_scan_dtype("cumsum", dtype)
+        _check_scan_dtype("cumsum", input, dtype)
         return in_dtype(cumsum, input, dtype, dim)
     return _cumsum(input, dim)
 
@@ -852,7 +853,7 @@ def cumprod(input: Tensor, dim: int, *, dtype: Any = None,  # noqa: A002
     if out is not None:
         return written_to(out, cumprod(input, dim, dtype=_out_dtype(dtype, out)), "cumprod")
     if dtype is not None:
-        _check_scan_dtype("cumprod", dtype)
+        _check_scan_dtype("cumprod", input, dtype)
         return in_dtype(cumprod, input, dtype, dim)
     return apply(P.CUMPROD, input, axis=int_dim("cumprod", dim, input.ndim))
 

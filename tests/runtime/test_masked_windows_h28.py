@@ -246,6 +246,8 @@ def test_scan_to_bool_raises_as_torch(name: str) -> None:
     with pytest.raises(NotImplementedError, match=msg):
         getattr(rt, name)(x, 0, out=rt.empty(3, dtype=rt.bool))
     assert getattr(rt, name)(x.bool(), 0).dtype is rt.int64
+    for copied in (rt.tensor(True), rt.zeros(2, 0, dtype=rt.bool)):  # no kernel runs: taken
+        assert getattr(rt, name)(copied, -1, dtype=rt.bool).dtype is rt.bool
 
 
 @pytest.mark.parametrize("name", ["hann", "hamming", "bartlett", "blackman", "kaiser"])
