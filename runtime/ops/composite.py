@@ -385,8 +385,9 @@ def _softmax_input(x: Tensor, dim: int | None, dtype: Any, name: str) -> tuple[T
         int_argument(name, "dim", 1, dim)
     int_dim(name, dim, x.ndim, " (position 1)")
     x = x if dtype is None else F.cast(x, dtype)
-    if not x.dtype.is_floating_point:  # PyTorch's error, naming its CPU kernel
-        last = "_lastdim" if x.ndim and wrap_dim(dim, x.ndim) == x.ndim - 1 else ""
+    if not x.dtype.is_floating_point:  # PyTorch's error, naming its CPU kernel (a 0-dim
+        # input's dim is its last)
+        last = "_lastdim" if not x.ndim or wrap_dim(dim, x.ndim) == x.ndim - 1 else ""
         raise NotImplementedError(f'"{name}{last}_kernel_impl" not implemented for '
                                   f"'{scalar_type_name(x.dtype)}'")
     return x, dim

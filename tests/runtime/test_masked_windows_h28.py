@@ -262,3 +262,12 @@ def test_torch_window_factories_check_their_options(name: str) -> None:
         getattr(rt, f"{name}_window")(4, layout="sparse_coo")
     want = getattr(torch, f"{name}_window")(5, False, layout=torch.strided, pin_memory=False)
     _same(getattr(rt, f"{name}_window")(5, False, layout=rt.strided, pin_memory=False), want)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
+def test_integer_0dim_softmax_error_names_the_lastdim_kernel(name: str) -> None:
+    """torch runs a 0-dim input through its last-dim kernel, so that is the one its error
+    names (rt named the general one), masked or not."""
+    for call in (lambda L: getattr(L.nn.functional, name)(L.tensor(3), 0),
+                 lambda L: getattr(L.masked, name)(L.tensor(3), -1, mask=L.tensor(True))):
+        test_errors_match_torch(name, call)
