@@ -385,18 +385,25 @@ def _softmax_input(x: Tensor, dim: int | None, dtype: Any, name: str) -> tuple[T
         int_argument(name, "dim", 1, dim)
     int_dim(name, dim, x.ndim, " (position 1)")
     x = x if dtype is None else F.cast(x, dtype)
-    if not x.dtype.is_floating_point:  # PyTorch's error, naming its CPU kernel (a 0-dim
-        # input's dim is its last)
+    if not x.dtype.is_floating_point and x.numel():  # PyTorch's error, naming its CPU
+        # kernel (a 0-dim input's dim is its last); an empty input reaches no kernel
         last = "_lastdim" if not x.ndim or wrap_dim(dim, x.ndim) == x.ndim - 1 else ""
         raise NotImplementedError(f'"{name}{last}_kernel_impl" not implemented for '
                                   f"'{scalar_type_name(x.dtype)}'")
     return x, dim
 
 
+def _empty_integer(x: Tensor) -> Tensor:
+    """softmax's result for an empty integer or bool input: a new empty tensor of its dtype,
+    as PyTorch's (whose kernel, which has no integer version, never runs for it)."""
+    return F.clone(x)
+
+
 @named_backward("SoftmaxBackward0")
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
             ) -> Tensor:
-    return _softmax(*_softmax_input(input, dim, dtype, "softmax"))
+    x, dim = _softmax_input(input, dim, dtype, "softmax")
+    return _softmax(x, dim) if x.dtype.is_floating_point else _empty_integer(x)
 
 
 @F.half_in_float32
@@ -408,7 +415,8 @@ def _softmax(x: Tensor, dim: int) -> Tensor:
 @named_backward("LogSoftmaxBackward0")
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None
                 ) -> Tensor:
-    return _log_softmax(*_softmax_input(input, dim, dtype, "log_softmax"))
+    x, dim = _softmax_input(input, dim, dtype, "log_softmax")
+    return _log_softmax(x, dim) if x.dtype.is_floating_point else _empty_integer(x)
 
 
 def softmax_along(input: Tensor, dim: int, dtype: Any = None) -> Tensor:  # noqa: A002

@@ -271,3 +271,13 @@ def test_integer_0dim_softmax_error_names_the_lastdim_kernel(name: str) -> None:
     for call in (lambda L: getattr(L.nn.functional, name)(L.tensor(3), 0),
                  lambda L: getattr(L.masked, name)(L.tensor(3), -1, mask=L.tensor(True))):
         test_errors_match_torch(name, call)
+
+
+@pytest.mark.parametrize("name", ["softmax", "log_softmax", "softmin"])
+def test_integer_empty_softmax_is_an_empty_tensor_of_its_dtype(name: str) -> None:
+    """torch's kernel never runs for an empty input: an empty integer one gives an empty
+    tensor of its dtype (rt raised the kernel's error), masked or not."""
+    for lib_call in (lambda L: getattr(L.nn.functional, name)(L.zeros(2, 0, dtype=L.int64), 0),
+                     lambda L: getattr(L.masked, name)(L.zeros(0, dtype=L.int32), 0,
+                                                       mask=L.zeros(0, dtype=L.bool))):
+        _same(lib_call(rt), lib_call(torch))

@@ -295,12 +295,6 @@ KNOWN: dict[str, list[str]] = {
         "test_unary[special.i0e-float64-edge]", "test_unary[special.i0e-float64-0d]",
         "test_unary[special.i0e-float64-2d]", "test_reduction[var_c0-float64-0d]",
         "test_reduction[norm-float64-0d]", "test_reduction[prod0-float64-2d]"],
-    "softmax/log_softmax of a 0-d or empty integer tensor: PyTorch's kernel name in the error "
-    "(or its empty result)": [
-        "test_reduction[softmax-int*-0d]", "test_reduction[softmax-int*-empty]",
-        "test_reduction[softmax-bool-0d]", "test_reduction[softmax-bool-empty]",
-        "test_reduction[log_softmax-int*-0d]", "test_reduction[log_softmax-int*-empty]",
-        "test_reduction[log_softmax-bool-0d]", "test_reduction[log_softmax-bool-empty]"],
     "PyTorch has no derivative (its backward raises); this runtime's gradient is 0": [
         "test_binary[floor_divide-float64-float64]", "test_binary[heaviside-float64-float64]"],
 }
