@@ -1,12 +1,19 @@
-"""``rt.special``: PyTorch's torch.special names that the runtime has (the same functions as
-``rt.*``; the other Bessel functions are not provided)."""
+"""``rt.special``: PyTorch's torch.special names (the same functions as ``rt.*`` where torch has
+them there too)."""
 
 from __future__ import annotations
 
+from .ops.bessel import (
+    airy_ai, bessel_j0, bessel_j1, bessel_y0, bessel_y1, chebyshev_polynomial_t,
+    chebyshev_polynomial_u, chebyshev_polynomial_v, chebyshev_polynomial_w, hermite_polynomial_h,
+    hermite_polynomial_he, laguerre_polynomial_l, legendre_polynomial_p, modified_bessel_i0,
+    modified_bessel_i1, modified_bessel_k0, modified_bessel_k1, scaled_modified_bessel_k0,
+    scaled_modified_bessel_k1, shifted_chebyshev_polynomial_t, shifted_chebyshev_polynomial_u,
+    shifted_chebyshev_polynomial_v, shifted_chebyshev_polynomial_w, spherical_bessel_j0)
 from .ops.composite import log_softmax_along as log_softmax, sigmoid as expit
 from .ops.composite import softmax_along as softmax
 from .ops.functional import erf, expm1, log1p, round
-from .ops.numeric_names import igamma as gammainc, igammac as gammaincc
+from .ops.numeric_names import igamma as gammainc, igammac as gammaincc, mvlgamma as multigammaln
 from .ops.math_ops import (
     digamma, entr, erfc, erfcx, erfinv, exp2, i0, i0e, i1, i1e, lgamma as gammaln, log_ndtr,
     logit, ndtr, ndtri, sinc, xlog1py, xlogy)
@@ -15,7 +22,15 @@ from .ops.zeta import polygamma, zeta
 
 psi = digamma
 
-__all__ = ["digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc",
+__all__ = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "chebyshev_polynomial_t",
+           "chebyshev_polynomial_u", "chebyshev_polynomial_v", "chebyshev_polynomial_w",
+           "hermite_polynomial_h", "hermite_polynomial_he", "laguerre_polynomial_l",
+           "legendre_polynomial_p", "modified_bessel_i0", "modified_bessel_i1",
+           "modified_bessel_k0", "modified_bessel_k1", "multigammaln",
+           "scaled_modified_bessel_k0", "scaled_modified_bessel_k1",
+           "shifted_chebyshev_polynomial_t", "shifted_chebyshev_polynomial_u",
+           "shifted_chebyshev_polynomial_v", "shifted_chebyshev_polynomial_w",
+           "spherical_bessel_j0", "digamma", "entr", "erf", "erfc", "erfcx", "erfinv", "exp2", "expit", "expm1", "gammainc",
            "gammaincc", "gammaln",
            "i0", "i0e", "i1", "i1e", "log1p", "log_ndtr", "log_softmax", "logit", "logsumexp", "ndtr", "ndtri", "psi", "round",
            "polygamma", "sinc", "softmax", "xlog1py", "xlogy", "zeta"]

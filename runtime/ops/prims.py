@@ -17,6 +17,7 @@ import numpy as np
 from .. import _dtype as D
 from .. import _quiet
 from ..autograd.node import Meta
+from . import cephes
 from . import functional as F
 from .registry import (
     PROMOTE_BOOL_OUT,
@@ -1651,6 +1652,10 @@ def _special_host_impl(xp: Any, *args: Any, fn: str, n: int, dtype: D.DType) -> 
 
         s, q = (a.astype(np.float64) for a in host)
         out = np.broadcast_to(zeta_array(s, q), np.broadcast_shapes(s.shape, q.shape))
+    elif fn in cephes.UNARY:  # in the dtype, as PyTorch's kernels (a float32 in float32)
+        out = cephes.UNARY[fn](host[0].astype(dtype.np, copy=False))
+    elif fn in cephes.POLYNOMIAL:
+        out = cephes.POLYNOMIAL[fn](*(a.astype(dtype.np, copy=False) for a in host))
     else:
         from .numeric_names import _igamma_array
 
@@ -1668,12 +1673,14 @@ def _special_host_infer(*args: Meta, fn: str, n: int, dtype: D.DType
     return tuple(np.broadcast_shapes(*(tuple(a.shape) for a in args))), dtype
 
 
-SPECIAL_HOST_FUNCTIONS = ("polygamma", "zeta", "igamma", "igammac")
+SPECIAL_HOST_FUNCTIONS = ("polygamma", "zeta", "igamma", "igammac", *cephes.UNARY,
+                          *cephes.POLYNOMIAL)
 
 # special_host(*xs, fn=, n=, dtype=): a special function computed on the host by its numpy
-# series (runtime.ops.zeta, runtime.ops.numeric_names): polygamma(n, x) for n >= 1, the
-# Hurwitz zeta(s, q), the regularized incomplete gammas igamma/igammac(a, x), broadcast, in
-# ``dtype``. A primitive (not differentiable: the callers' nodes give the gradients), so a
+# series (runtime.ops.zeta, runtime.ops.numeric_names, runtime.ops.cephes): polygamma(n, x)
+# for n >= 1, the Hurwitz zeta(s, q), the regularized incomplete gammas igamma/igammac(a, x),
+# torch.special's Airy and Bessel functions of x and orthogonal polynomials of (x, n),
+# broadcast, in ``dtype``. A primitive (not differentiable: the callers' nodes give the gradients), so a
 # captured step computes it at each replay, not once at capture
 SPECIAL_HOST = register(Primitive(
     "special_host", impl=_special_host_impl, infer=_special_host_infer, differentiable=False,
