@@ -66,8 +66,9 @@ def test_polynomial_grid(name: str, dtype: str) -> None:
     want = getattr(torch.special, name)(tx, tn)
     got = getattr(rt.special, name)(rt.tensor(xg, dtype=getattr(rt, dtype)),
                                     rt.tensor(ng, dtype=getattr(rt, dtype)))
-    # the float32 trigonometric forms of degree 30 amplify acos's last-bit differences
-    tol = {"rtol": 2e-5, "atol": 1e-5} if want.dtype == torch.float32 else {}
+    # the float32 trigonometric forms of degree 30 amplify a last-bit difference of acosf (at
+    # -0.95, a near-tie) 180 times
+    tol = {"rtol": 1e-4, "atol": 1e-4} if want.dtype == torch.float32 else {}
     _check(got, want, **tol)
 
 
@@ -151,3 +152,22 @@ def test_every_public_name_of_torch_special() -> None:
     assert missing == []
     x = torch.tensor([2.5, 4.0])
     _check(rt.special.multigammaln(rt.tensor([2.5, 4.0]), 3), torch.special.multigammaln(x, 3))
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_bitwise_as_pytorch_mostly(dtype: str) -> None:
+    """PyTorch's kernels compute a float32 input in float32, with fused multiply-adds and the C
+    library's correctly rounded expf/sinf/logf: so does the port, and it gives PyTorch's very
+    bits for nearly every argument (before: 56% of Airy's float32 values, 66% of its float64
+    ones, numpy's float32 exp and unfused a * b + c differing in the last bit; what still
+    differs: numpy's float64 exp and acos against glibc's, in 5% and 9% of arguments)."""
+    rng = np.random.default_rng(0)
+    x = rng.uniform(-10.0, 10.0, 400).astype(dtype)
+    n = rng.integers(0, 12, 400).astype(dtype)
+    xp = rng.uniform(-1.0, 1.0, 400).astype(dtype)
+    for name in UNARY + POLYNOMIAL:
+        args = (x,) if name in UNARY else (xp, n)
+        got = getattr(rt.special, name)(*(rt.tensor(a) for a in args)).numpy()
+        want = getattr(torch.special, name)(*(torch.from_numpy(a) for a in args)).numpy()
+        same = (got == want) | (np.isnan(got) & np.isnan(want))
+        assert same.mean() >= 0.94, (name, same.mean())
