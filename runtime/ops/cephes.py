@@ -185,36 +185,12 @@ _exp, _log, _sin, _cos, _acos = (_libm(f) for f in (np.exp, np.log, np.sin, np.c
 
 def _fma(a: Array, b: Array, c: Array) -> Array:
     """a * b + c rounded once, as PyTorch's kernels (compiled with FMA contraction) compute
-    ``a * b + c``: for float32 in float64 (the product of two float32s is exact there), for
-    float64 by error-free transformations (Dekker's product, Knuth's sum), the product's and
-    the sum's rounding errors added back (plain a * b + c where an operand or the result is
-    not finite, or a split would overflow)."""
-    if a.dtype == np.float32:
-        return (a.astype(np.float64) * b + c).astype(np.float32)
-    a, b, c = np.broadcast_arrays(a, b, c)
-    p = a * b
-    err = _product_error(a, b, p)
-    s = p + c
-    bb = s - p
-    sum_err = (p - (s - bb)) + (c - bb)
-    out = s + (sum_err + err)
-    return np.where(np.isfinite(out) & np.isfinite(err), out, p + c)
-
-
-_SPLIT = 134217729.0  # 2^27 + 1, Veltkamp's splitter for float64
-
-
-def _split(v: Array) -> tuple[Array, Array]:
-    big = v * _SPLIT
-    hi = big - (big - v)
-    return hi, v - hi
-
-
-def _product_error(a: Array, b: Array, p: Array) -> Array:
-    """a * b - p exactly (p = fl(a * b)), by Dekker's TwoProduct."""
-    ah, al = _split(a)
-    bh, bl = _split(b)
-    return ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    ``a * b + c``: float32 in float64 (the product of two float32s is exact there), float64
+    in x86's 64-bit-mantissa long double (the product rounded 11 bits below float64's last:
+    the fused result but for one argument in thousands; 6 times faster than Dekker's exact
+    product). Where long double is float64 (not x86), it is a * b + c rounded twice."""
+    wide = np.float64 if a.dtype == np.float32 else np.longdouble
+    return (a.astype(wide) * b + c).astype(a.dtype)
 
 
 def _horner(z: Array, coeffs: Sequence[float]) -> Array:
