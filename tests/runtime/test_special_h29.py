@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import runtime as rt
+from tests.fakecuda import fake_cuda_fixture  # noqa: F401
 
 torch = pytest.importorskip("torch")
 
@@ -171,3 +172,18 @@ def test_bitwise_as_pytorch_mostly(dtype: str) -> None:
         want = getattr(torch.special, name)(*(torch.from_numpy(a) for a in args)).numpy()
         same = (got == want) | (np.isnan(got) & np.isnan(want))
         assert same.mean() >= 0.94, (name, same.mean())
+
+
+@pytest.mark.usefixtures("fake_cuda")
+def test_on_cuda_as_on_cpu() -> None:
+    """On a "cuda" tensor (the strict fake CuPy): computed on the host, the result on the
+    device, the same values; a Python-number operand made on the tensor's device."""
+    x = [0.3, -2.5, 4.0]
+    for fn, args in ((rt.special.bessel_y0, ()), (rt.special.chebyshev_polynomial_w, (9,)),
+                     (rt.special.hermite_polynomial_he, (rt.tensor([3.0]),))):
+        got = fn(rt.tensor(x, device="cuda"), *(a.to("cuda") if isinstance(a, rt.Tensor) else a
+                                               for a in args))
+        assert got.device.type == "cuda"
+        np.testing.assert_array_equal(got.cpu().numpy(), fn(rt.tensor(x), *args).numpy())
+    got = rt.special.laguerre_polynomial_l(0.5, rt.tensor([2.0, 3.0], device="cuda"))
+    assert got.device.type == "cuda"
