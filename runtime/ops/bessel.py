@@ -37,14 +37,20 @@ def _computed_in(name: str, like: Tensor, *values: Any) -> D.DType:
     return dtype
 
 
-def _unary(name: str) -> Callable[..., Tensor]:
-    def op(input: Tensor) -> Tensor:  # noqa: A002
-        if not isinstance(input, Tensor):
-            raise TypeError(f"special_{name}(): argument 'input' (position 1) must be Tensor, "
-                            f"not {type_name(input)}")
-        dtype = _computed_in(name, input, input)
-        x = input if input.dtype is dtype else F.cast(input, dtype)
+def _unary(name: str, param: str = "input") -> Callable[..., Tensor]:
+    """torch.special.<name>, its tensor parameter named ``param`` as PyTorch's (``input``, or
+    ``x`` for some); runtime.ops.tensor_only refuses a number there with PyTorch's text."""
+    def compute(value: Tensor) -> Tensor:
+        dtype = _computed_in(name, value, value)
+        x = value if value.dtype is dtype else F.cast(value, dtype)
         return apply(P.SPECIAL_HOST, x.detach(), fn=name, n=0, dtype=dtype)
+
+    if param == "x":
+        def op(x: Tensor) -> Tensor:
+            return compute(x)
+    else:
+        def op(input: Tensor) -> Tensor:  # noqa: A002
+            return compute(input)
 
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"torch.special.{name}: Math.h's (Cephes's) {name.replace('_', ' ')}."
@@ -79,7 +85,7 @@ def _polynomial(name: str) -> Callable[..., Tensor]:
     return op
 
 
-airy_ai = _unary("airy_ai")
+airy_ai = _unary("airy_ai", "x")
 bessel_j0 = _unary("bessel_j0")
 bessel_j1 = _unary("bessel_j1")
 bessel_y0 = _unary("bessel_y0")
@@ -88,9 +94,9 @@ modified_bessel_i0 = _unary("modified_bessel_i0")
 modified_bessel_i1 = _unary("modified_bessel_i1")
 modified_bessel_k0 = _unary("modified_bessel_k0")
 modified_bessel_k1 = _unary("modified_bessel_k1")
-scaled_modified_bessel_k0 = _unary("scaled_modified_bessel_k0")
-scaled_modified_bessel_k1 = _unary("scaled_modified_bessel_k1")
-spherical_bessel_j0 = _unary("spherical_bessel_j0")
+scaled_modified_bessel_k0 = _unary("scaled_modified_bessel_k0", "x")
+scaled_modified_bessel_k1 = _unary("scaled_modified_bessel_k1", "x")
+spherical_bessel_j0 = _unary("spherical_bessel_j0", "x")
 chebyshev_polynomial_t = _polynomial("chebyshev_polynomial_t")
 chebyshev_polynomial_u = _polynomial("chebyshev_polynomial_u")
 chebyshev_polynomial_v = _polynomial("chebyshev_polynomial_v")

@@ -53,6 +53,21 @@ SPECIAL_TENSOR_FIRST: dict[str, tuple[str, str, bool]] = {
     "xlogy": ("special_xlogy", _SELF_NUMBER, True),
     "xlog1py": ("special_xlog1py", _SELF_NUMBER, True),
 }
+# runtime.special's functions of one tensor: its parameter's name and position (torch.special's
+# argument parser refuses a number there: special_i0(0.5) is its TypeError)
+SPECIAL_TENSOR_INPUT: dict[str, tuple[str, int]] = {
+    **{n: ("input", 1) for n in (
+        "digamma entr erf erfc erfcx erfinv exp2 expit expm1 gammaln i0 i0e i1 i1e log1p "
+        "log_ndtr logit ndtr ndtri psi round sinc softmax log_softmax logsumexp multigammaln "
+        "bessel_j0 bessel_j1 bessel_y0 bessel_y1 modified_bessel_i0 modified_bessel_i1 "
+        "modified_bessel_k0 modified_bessel_k1").split()},
+    **{n: ("x", 1) for n in ("airy_ai scaled_modified_bessel_k0 scaled_modified_bessel_k1 "
+                             "spherical_bessel_j0").split()},
+    "polygamma": ("input", 2),
+}
+# runtime.special's functions of two tensors, under their torch.special names
+SPECIAL_PARAMETERS: dict[str, tuple[str, str]] = {"gammainc": ("input", "other"),
+                                                  "gammaincc": ("input", "other")}
 # unary predicates whose input must be a tensor (torch.isinf(1): its argument parser's
 # TypeError, where the runtime's raised AttributeError)
 UNARY = "isfinite isinf isnan isposinf isneginf isreal signbit".split()
@@ -88,6 +103,25 @@ def _tensors_only(fn: Callable[..., Any], name: str, params: tuple[str, ...]
     def op(*args: Any, **kwargs: Any) -> Any:
         if kwargs or not all(isinstance(v, Tensor) for v in args[:count]):
             _check(name, params, args, kwargs)
+        return fn(*args, **kwargs)
+
+    return op
+
+
+def _tensor_argument(fn: Callable[..., Any], name: str, param: str, position: int
+                     ) -> Callable[..., Any]:
+    """fn whose ``param`` (at ``position``, from 1) must be a tensor: PyTorch's TypeError."""
+    @functools.wraps(fn)
+    def op(*args: Any, **kwargs: Any) -> Any:
+        if len(args) >= position:
+            value, where = args[position - 1], f" (position {position})"
+        elif param in kwargs:
+            value, where = kwargs[param], ""
+        else:
+            return fn(*args, **kwargs)
+        if not isinstance(value, Tensor):
+            raise TypeError(f"{name}(): argument '{param}'{where} must be Tensor, not "
+                            f"{type_name(value)}")
         return fn(*args, **kwargs)
 
     return op
@@ -153,11 +187,16 @@ def install_functions(namespace: dict[str, Any]) -> None:
 
 
 def install_special(module: Any) -> None:
-    """PyTorch's refusals of two numbers in ``runtime.special``'s xlogy and xlog1py."""
+    """PyTorch's refusals of numbers in ``runtime.special``: of two in xlogy and xlog1py, of
+    any in its functions of tensors (their texts naming ``special_<name>``)."""
     for n, spec in SPECIAL_TENSOR_FIRST.items():
         fn = getattr(module, n, None)
         if fn is not None:
             setattr(module, n, _tensor_first(fn, spec))
+    for n, (param, position) in SPECIAL_TENSOR_INPUT.items():
+        setattr(module, n, _tensor_argument(getattr(module, n), f"special_{n}", param, position))
+    for n, params in SPECIAL_PARAMETERS.items():
+        setattr(module, n, _tensors_only(getattr(module, n), f"special_{n}", params))
 
 
 def install_methods(cls: type) -> None:

@@ -235,13 +235,22 @@ class _ZetaSelfBackward(_CustomBackward):
         return [None, grads[0], None]
 
 
+_ZETA_OVERLOADS = (" * (Tensor input, Tensor other, *, Tensor out = None)\n"
+                   " * (Number self, Tensor other, *, Tensor out = None)\n"
+                   " * (Tensor input, Number other, *, Tensor out = None)\n")
+
+
 def zeta(input: Any, other: Any, *, out: Tensor | None = None) -> Tensor:  # noqa: A002
     """The Hurwitz zeta function sum_k (k + other)^-input (``torch.special.zeta``); either
     operand may be a Python number."""
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        from .tensor_only import type_name
+
+        given = [type_name(input), type_name(other)] + ([] if out is None else ["out=Tensor"])
+        raise TypeError("special_zeta() received an invalid combination of arguments - got "
+                        f"({', '.join(given)}), but expected one of:\n{_ZETA_OVERLOADS}")
     if out is not None:
         return F.written_to(out, zeta(input, other), "special_zeta")
-    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        raise TypeError("special_zeta(): expected a Tensor for input or other")
     like = input if isinstance(input, Tensor) else other
     dtype = _float_of(input, other)
     from ..creation import full

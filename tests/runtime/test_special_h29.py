@@ -187,3 +187,48 @@ def test_on_cuda_as_on_cpu() -> None:
         np.testing.assert_array_equal(got.cpu().numpy(), fn(rt.tensor(x), *args).numpy())
     got = rt.special.laguerre_polynomial_l(0.5, rt.tensor([2.0, 3.0], device="cuda"))
     assert got.device.type == "cuda"
+
+
+def _raised(fn: object, *args: object, **kwargs: object) -> tuple[type, str]:
+    try:
+        fn(*args, **kwargs)  # type: ignore[operator]
+    except Exception as e:  # noqa: BLE001 - the error is what is compared
+        return type(e), str(e)
+    raise AssertionError("no error")
+
+
+def test_a_number_for_a_tensor_is_pytorchs_type_error() -> None:
+    """torch.special refuses a Python number for a tensor parameter with its argument parser's
+    TypeError naming special_<name> (rt raised AttributeError "'float' object has no attribute
+    'dtype'", or TypeErrors naming erf, igamma or no overload)."""
+    internal = {"Tensor", "common_args", "multi_dim_common", "torch"}
+    for name in dir(torch.special):
+        if name.startswith("_") or name in internal:
+            continue
+        args = (1, 0.5) if name == "polygamma" else (0.5, 0.25)
+        if name in UNARY or name not in POLYNOMIAL + ["xlogy", "xlog1py", "zeta", "gammainc",
+                                                       "gammaincc", "polygamma"]:
+            args = (0.5,)
+        want = _raised(getattr(torch.special, name), *args)
+        assert _raised(getattr(rt.special, name), *args) == want, name
+    for name, key in (("i0", "input"), ("airy_ai", "x")):
+        assert _raised(getattr(rt.special, name), **{key: 0.5}) == \
+            _raised(getattr(torch.special, name), **{key: 0.5})
+    assert _raised(rt.special.zeta, 1.0, 2.0, out=rt.empty(1)) == \
+        _raised(torch.special.zeta, 1.0, 2.0, out=torch.empty(1))
+    for args in ((rt.tensor([1.0]), 2.0), (1.0, rt.tensor([2.0]))):
+        targs = [torch.tensor([1.0]) if isinstance(a, rt.Tensor) else a for a in args]
+        assert _raised(rt.special.gammaincc, *args) == _raised(torch.special.gammaincc, *targs)
+
+
+def test_special_round_has_no_integer_kernel() -> None:
+    """torch.special.round of an integer or bool tensor is PyTorch's NotImplementedError
+    (torch.round returns them as they are); rt returned them."""
+    for dtype, decimals in (("int64", 0), ("int32", 2), ("bool", 0), ("uint8", 0)):
+        want = _raised(torch.special.round, torch.tensor([1], dtype=getattr(torch, dtype)),
+                       decimals=decimals)
+        assert _raised(rt.special.round, rt.tensor([1], dtype=getattr(rt, dtype)),
+                       decimals=decimals) == want
+    _check(rt.special.round(rt.tensor([0.5, 1.25, -2.5]), decimals=1),
+           torch.special.round(torch.tensor([0.5, 1.25, -2.5]), decimals=1))
+    np.testing.assert_array_equal(rt.round(rt.tensor([3])).numpy(), [3])
