@@ -507,17 +507,23 @@ def _recurrence(x: Array, first: Array, step: Step, start: int, stop: Array,
                 check_nan: bool = True) -> Array:
     """Math.h's three-term loops: p = 1, q = ``first``; for k = start while k < stop (and,
     where ``check_nan``, q is not NaN): r = step(x, p, q, k), p = q, q = r; each element's q at
-    its end. ``stop`` is per element; the elements still running are kept together."""
-    p, q = np.ones_like(x), first.copy()
-    live = np.flatnonzero(stop > start)
+    its end. ``stop`` is per element: the running elements are kept packed, and repacked only
+    when one ends (a degree of 10^5 took 42 us a step repacking at every step, 4 s)."""
+    q = first.copy()
+    idx = np.flatnonzero(stop > start)
+    xs, ps, qs, stops = x[idx], np.ones(idx.size, dtype=x.dtype), q[idx], stop[idx]
     k = start
-    while live.size:
+    while idx.size:
+        going = stops > k
         if check_nan:
-            live = live[~np.isnan(q[live])]
-        r = step(x[live], p[live], q[live], k)
-        p[live], q[live] = q[live], r
+            going &= ~np.isnan(qs)
+        if not going.all():
+            q[idx[~going]] = qs[~going]
+            idx, xs, ps, qs, stops = idx[going], xs[going], ps[going], qs[going], stops[going]
+            if not idx.size:
+                break
+        ps, qs = qs, step(xs, ps, qs, k)
         k += 1
-        live = live[stop[live] > k]
     return q
 
 
