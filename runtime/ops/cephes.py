@@ -182,7 +182,6 @@ def _libm(fn: Callable[[Array], Array]) -> Callable[[Array], Array]:
 _exp, _log, _sin, _cos, _acos = (_libm(f) for f in (np.exp, np.log, np.sin, np.cos, np.arccos))
 
 
-
 def _fma(a: Array, b: Array, c: Array) -> Array:
     """a * b + c rounded once, as PyTorch's kernels (compiled with FMA contraction) compute
     ``a * b + c``: float32 in float64 (the product of two float32s is exact there), float64
@@ -275,7 +274,8 @@ def _airy_series(x: Array) -> Array:
         m[live], n[live], f[live] = ml, nl, fl
         k += 3.0
         live = live[np.abs(ml / fl) > eps]
-    return _fma(np.full_like(f, t(0.355028053887817239260)), f, -(t(0.258819403792806798405) * g))
+    c1 = np.full_like(f, t(0.355028053887817239260))
+    return _fma(c1, f, -(t(0.258819403792806798405) * g))
 
 
 @_unary
