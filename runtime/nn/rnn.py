@@ -139,6 +139,13 @@ class RNNBase(Module):
         return (4 if self.bias else 2) + (1 if self.proj_size else 0)
 
     @property
+    def _flat_weights(self) -> list[Tensor | None]:
+        """The weights as the forward reads them, in ``_flat_weights_names`` order: a pruned
+        or parametrized one is the plain tensor that replaced its Parameter (PyTorch keeps
+        this list in step on every assignment; reading it fresh gives the same)."""
+        return [getattr(self, n, None) for n in self._flat_weights_names]
+
+    @property
     def all_weights(self) -> list[list[Parameter]]:
         per = self._per_direction
         names = self._flat_weights_names
