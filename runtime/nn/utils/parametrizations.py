@@ -4,7 +4,6 @@ dict keys."""
 
 from __future__ import annotations
 
-import math
 from enum import Enum, auto
 from typing import Any
 
@@ -18,6 +17,7 @@ from runtime.ops import functional as F
 from runtime.ops.reductions import vector_norm
 from runtime.ops.tensor_ops import tril
 from runtime.ops.vectors import normalize
+from runtime.linalg import matrix_exp
 from runtime.tensor import Tensor
 
 
@@ -149,23 +149,6 @@ def _eye_like(x: Tensor, n: int, m: int | None = None) -> Tensor:
     return eye(n, n if m is None else m, dtype=x.dtype, device=x.device)
 
 
-def _matrix_exp(a: Tensor) -> Tensor:
-    """``torch.matrix_exp`` of a (batch of) square matrices, differentiable: scaling and
-    squaring around a degree-18 Taylor polynomial (Horner), the degree PyTorch uses in
-    float64; the scaling keeps the scaled 1-norm under 1/2, so the truncation error is below
-    float64's epsilon."""
-    norm = float(np.abs(a.detach().numpy()).sum(axis=-2).max(initial=0.0))
-    squarings = max(0, math.ceil(math.log2(norm)) + 1) if norm > 0 else 0
-    x = F.div(a, 2.0 ** squarings)
-    eye = _eye_like(a, a.shape[-1])
-    result = eye
-    for k in range(18, 0, -1):
-        result = F.add(eye, F.div(F.matmul(x, result), float(k)))
-    for _ in range(squarings):
-        result = F.matmul(result, result)
-    return result
-
-
 def _householder_product(a: Tensor, tau: Tensor) -> Tensor:
     """``torch.linalg.householder_product``: the first n columns of H_1 ... H_k, H_i =
     I - tau_i v_i v_i^T, v_i the i-th column of ``a`` below the diagonal with a 1 on it;
@@ -247,7 +230,7 @@ class _Orthogonal(Module):
                 a = F.cat([a, pad], -1)
             a = F.sub(a, F.transpose(a, -2, -1))  # skew-symmetric
             if self.orthogonal_map is _OrthMaps.matrix_exp:
-                q = _matrix_exp(a)
+                q = matrix_exp(a)
             else:  # Cayley: (I - A/2)^{-1} (I + A/2)
                 from runtime.linalg import solve
 
