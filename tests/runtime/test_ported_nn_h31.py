@@ -1,0 +1,560 @@
+"""PyTorch 2.13's own nn tests, ported to runtime (``import runtime as torch``): the parts
+not ported before (tests/runtime/test_ported_nn_h17.py, test_module_db_h27.py).
+
+Sources: test/nn/test_packed_sequence.py, test/nn/test_parametrization.py, the RNN / LSTM /
+GRU / pack_padded / proj_size tests of test/test_nn.py, and its Transformer /
+MultiheadAttention tests with test/nn/test_multihead_attention.py (the math path). CPU
+float32/float64 bodies of the device-type classes are ported by hand; helpers are inlined;
+``self.subTest`` loops are plain loops.
+
+Left out (outside this project's scope): CUDA / cudnn / mkldnn tests and the cuda branches
+of CPU tests, sparse tensors, complex dtypes, quantization, torch.jit / torch.compile /
+dynamo, nested tensors and the fused fast paths of MultiheadAttention /
+TransformerEncoderLayer (only their math equivalence is checked), meta device, forward-mode
+AD, and pickling of whole modules. Memory formats (test_to_memory_format: channels_last) are
+left out as an implementation detail (storage here is row-major). ``Tensor.type()`` names
+are ``runtime.*Tensor`` here, compared as ``torch.*Tensor``.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+from typing import Any
+
+import pytest
+
+import runtime as torch
+import runtime.nn as nn
+import runtime.nn.utils.rnn as rnn_utils
+
+
+def _assert_equal(a: object, b: object, atol: float | None = None, rtol: float | None = None
+                  ) -> None:
+    torch.testing.assert_close(a, b, atol=atol, rtol=rtol, check_dtype=False)
+
+
+@pytest.fixture(autouse=True)
+def _seeded() -> None:
+    random.seed(0)
+    torch.manual_seed(0)
+
+
+# --- test/nn/test_packed_sequence.py --------------------------------------------------------
+
+_TYPE_BY_NAME = {
+    "torch.DoubleTensor": (torch.DoubleTensor, "double"),
+    "torch.FloatTensor": (torch.FloatTensor, "float"),
+    "torch.LongTensor": (torch.LongTensor, "long"),
+    "torch.IntTensor": (torch.IntTensor, "int"),
+    "torch.ShortTensor": (torch.ShortTensor, "short"),
+    "torch.CharTensor": (torch.CharTensor, "char"),
+    "torch.ByteTensor": (torch.ByteTensor, "byte"),
+}
+_BATCH_SIZE, _MAX_LENGTH = 5, 6
+
+
+def _ordered_sequence(tensor_type: Any) -> list[torch.Tensor]:
+    seqs = [tensor_type(random.randint(1, _MAX_LENGTH)) for _ in range(_BATCH_SIZE)]
+    if tensor_type == torch.ByteTensor:
+        seqs = [s.random_(0, 256) for s in seqs]
+    else:
+        seqs = [s.random_(-128, 128) for s in seqs]
+    return sorted(seqs, key=len, reverse=True)
+
+
+def _padded_sequence(tensor_type: Any) -> tuple[torch.Tensor, list[int]]:
+    ordered = _ordered_sequence(tensor_type)
+    return rnn_utils.pad_sequence(ordered), [len(i) for i in ordered]
+
+
+def test_packed_type_casts() -> None:
+    for input_type, _ in _TYPE_BY_NAME.values():
+        for expected_type_str, (_, cast_str) in _TYPE_BY_NAME.items():
+            for enforce_sorted in [True, False]:
+                padded, lengths = _padded_sequence(input_type)
+                packed = rnn_utils.pack_padded_sequence(padded, lengths,
+                                                        enforce_sorted=enforce_sorted)
+                masked = getattr(packed, cast_str)()
+                unpacked, _ = rnn_utils.pad_packed_sequence(masked)
+                assert unpacked.type().replace("runtime.", "torch.") == expected_type_str
+
+
+def test_packed_wrong_order() -> None:
+    b_a = rnn_utils.pad_sequence([torch.ones(22, 300), torch.ones(25, 300)])
+    with pytest.raises(RuntimeError):
+        rnn_utils.pack_padded_sequence(b_a, [22, 25], enforce_sorted=True)
+
+
+def test_pad_sequence_with_tensor_sequences() -> None:
+    seq_tuple_input = rnn_utils.pad_sequence((torch.tensor([[7, 6]]), torch.tensor([[-7, -1]])))
+    seq_tensor_input = rnn_utils.pad_sequence(torch.tensor([[[7, 6]], [[-7, -1]]]))
+    _assert_equal(seq_tuple_input, seq_tensor_input)
+    assert seq_tuple_input.shape == torch.Size([1, 2, 2])
+
+
+def test_pad_sequence_with_non_iterable_sequences() -> None:
+    with pytest.raises(RuntimeError, match="Expected iterable for input sequences, but got arg "
+                                           "of type"):
+        rnn_utils.pad_sequence(5)
+
+
+def test_packed_total_length() -> None:
+    padded, lengths = _padded_sequence(torch.FloatTensor)
+    max_length = max(lengths)
+    packed = rnn_utils.pack_padded_sequence(padded, lengths)
+    for total_length in (-1, 0, max_length - 1):
+        for batch_first in (True, False):
+            with pytest.raises(ValueError, match="Expected total_length to be at least the "
+                                                 "length of the longest sequence in input"):
+                rnn_utils.pad_packed_sequence(packed, batch_first=batch_first,
+                                              total_length=total_length)
+    for batch_first in (True, False):
+        no_extra_pad, _ = rnn_utils.pad_packed_sequence(packed, batch_first=batch_first)
+        for total_length_delta in (0, 1, 8):
+            total_length = max_length + total_length_delta
+            unpacked, lengths_out = rnn_utils.pad_packed_sequence(
+                packed, batch_first=batch_first, total_length=total_length)
+            _assert_equal(torch.tensor(lengths), lengths_out)
+            assert unpacked.size(1 if batch_first else 0) == total_length
+            if total_length_delta == 0:
+                ref_output = no_extra_pad
+            elif batch_first:
+                extra_pad = no_extra_pad.new_zeros(_BATCH_SIZE, total_length_delta)
+                ref_output = torch.cat([no_extra_pad, extra_pad], 1)
+            else:
+                extra_pad = no_extra_pad.new_zeros(total_length_delta, _BATCH_SIZE)
+                ref_output = torch.cat([no_extra_pad, extra_pad], 0)
+            _assert_equal(unpacked, ref_output)
+
+
+def test_packed_to() -> None:
+    for enforce_sorted in (True, False):
+        padded, lengths = _padded_sequence(torch.IntTensor)
+        a = rnn_utils.pack_padded_sequence(padded, lengths, enforce_sorted=enforce_sorted).cpu()
+        assert a is a.to("cpu")
+        assert a is a.cpu()
+        assert a is a.to("cpu", dtype=torch.int32)
+        _assert_equal(a.long(), a.to(torch.int64))
+
+
+def _pad(tensor: torch.Tensor, length: int) -> torch.Tensor:
+    return torch.cat([tensor.data,
+                      tensor.data.new(length - tensor.size(0), *tensor.size()[1:]).zero_()])
+
+
+def _growing_sequences(num_dim: int, maxlen: int = 6) -> list[torch.Tensor]:
+    trailing_dims = [2] * num_dim  # torch's 4: smaller, same coverage
+    sequences = [torch.rand(i * i, 5, *trailing_dims) for i in range(1, maxlen + 1)]
+    random.shuffle(sequences)
+    return sequences
+
+
+def test_pad_sequence() -> None:
+    a, b, c = torch.tensor([1, 2, 3]), torch.tensor([4, 5]), torch.tensor([6])
+    expected = torch.tensor([[4, 5, 0], [1, 2, 3], [6, 0, 0]])
+    _assert_equal(rnn_utils.pad_sequence([b, a, c], True), expected)
+    _assert_equal(rnn_utils.pad_sequence([b, a, c]), expected.transpose(0, 1))
+    expected = torch.tensor([[4, 5, 1], [1, 2, 3], [6, 1, 1]])
+    _assert_equal(rnn_utils.pad_sequence([b, a, c], True, 1), expected)
+    expected = torch.tensor([[1, 2, 3], [4, 5, 0], [6, 0, 0]])
+    _assert_equal(rnn_utils.pad_sequence([a, b, c], True), expected)
+    maxlen = 6  # torch's 9: smaller, same coverage
+    for num_dim in (0, 1, 2, 3):
+        sequences = _growing_sequences(num_dim, maxlen)
+        expected = torch.stack([_pad(seq, maxlen * maxlen) for seq in sequences])
+        _assert_equal(rnn_utils.pad_sequence(sequences, True), expected)
+        _assert_equal(rnn_utils.pad_sequence(sequences), expected.transpose(0, 1))
+
+
+def test_unpad_sequence() -> None:
+    a, b, c = torch.tensor([1, 2, 3]), torch.tensor([4, 5]), torch.tensor([6])
+    sequences = [a, b, c]
+    lengths = torch.as_tensor([v.size(0) for v in sequences])
+    for batch_first in [True, False]:
+        padded_sequences = rnn_utils.pad_sequence(sequences, batch_first=batch_first)
+        unpadded = rnn_utils.unpad_sequence(padded_sequences, lengths, batch_first=batch_first)
+        _assert_equal(sequences, unpadded)
+    for num_dim in (0, 1, 2, 3):
+        sequences = _growing_sequences(num_dim)
+        lengths = torch.as_tensor([v.size(0) for v in sequences])
+        padded_sequences = rnn_utils.pad_sequence(sequences, batch_first=batch_first)
+        unpadded = rnn_utils.unpad_sequence(padded_sequences, lengths, batch_first=batch_first)
+        _assert_equal(sequences, unpadded)
+
+
+def _packed_equal(a: rnn_utils.PackedSequence, b: rnn_utils.PackedSequence) -> None:
+    for x, y in zip(a, b, strict=True):
+        assert (x is None) == (y is None)
+        if x is not None:
+            _assert_equal(x, y)
+
+
+def test_pack_sequence() -> None:
+    def compatibility(sequences: list[torch.Tensor], lengths: list[int], batch_first: bool,
+                      enforce_sorted: bool = False) -> None:
+        padded = rnn_utils.pad_sequence(sequences, batch_first)
+        packed = rnn_utils.pack_sequence(sequences, enforce_sorted)
+        unpacked = rnn_utils.pad_packed_sequence(packed, batch_first)
+        _assert_equal(padded, unpacked[0])
+        pack_padded = rnn_utils.pack_padded_sequence(padded, lengths, batch_first,
+                                                     enforce_sorted)
+        _packed_equal(packed, pack_padded)
+
+    a, b, c = torch.tensor([1, 2, 3]), torch.tensor([4, 5]), torch.tensor([6])
+    packed = rnn_utils.pack_sequence([a, b, c], enforce_sorted=False)
+    expected = torch.tensor([1, 4, 6, 2, 5, 3])
+    assert packed.batch_sizes.tolist() == [3, 2, 1]
+    _assert_equal(packed.data.data, expected)
+    assert packed.sorted_indices.tolist() == [0, 1, 2]
+    assert packed.unsorted_indices.tolist() == [0, 1, 2]
+
+    packed_unsorted = rnn_utils.pack_sequence([b, c, a], enforce_sorted=False)
+    assert packed_unsorted.batch_sizes.tolist() == [3, 2, 1]
+    _assert_equal(packed_unsorted.data.data, expected)
+    assert packed_unsorted.sorted_indices.tolist() == [2, 0, 1]
+    assert packed_unsorted.unsorted_indices.tolist() == [1, 2, 0]
+
+    packed_enforce_sorted = rnn_utils.pack_sequence([a, b, c], enforce_sorted=True)
+    assert packed_enforce_sorted.batch_sizes.tolist() == [3, 2, 1]
+    _assert_equal(packed_enforce_sorted.data.data, expected)
+    assert packed_enforce_sorted.sorted_indices is None
+    assert packed_enforce_sorted.unsorted_indices is None
+
+    with pytest.raises(RuntimeError, match="must be sorted in decreasing order"):
+        rnn_utils.pack_sequence([b, c, a], enforce_sorted=True)
+    with pytest.raises(RuntimeError, match="You can pass `enforce_sorted=False`"):
+        rnn_utils.pack_sequence([b, c, a], enforce_sorted=True)
+
+    maxlen = 6  # torch's 9: smaller, same coverage
+    for num_dim in (0, 1, 2, 3):
+        trailing_dims = [2] * num_dim
+        lengths = [i * i for i in range(maxlen, 0, -1)]
+        sequences = [torch.rand(n, 5, *trailing_dims) for n in lengths]
+        unsorted_sequences = [s.clone() for s in sequences]
+        random.shuffle(unsorted_sequences)
+        unsorted_lengths = [t.size(0) for t in unsorted_sequences]
+        for batch_first in (True, False):
+            for enforce_sorted in (True, False):
+                compatibility(sequences, lengths, batch_first, enforce_sorted)
+            compatibility(unsorted_sequences, unsorted_lengths, batch_first)
+
+
+def test_unpack_sequence() -> None:
+    a, b, c = torch.tensor([1, 2, 3]), torch.tensor([4, 5]), torch.tensor([6])
+    sequences = [a, b, c]
+    packed_sequences = rnn_utils.pack_sequence(sequences, enforce_sorted=False)
+    _assert_equal(sequences, rnn_utils.unpack_sequence(packed_sequences))
+    for num_dim in (0, 1, 2, 3):
+        sequences = _growing_sequences(num_dim)
+        packed_sequences = rnn_utils.pack_sequence(sequences, enforce_sorted=False)
+        _assert_equal(sequences, rnn_utils.unpack_sequence(packed_sequences))
+
+
+def _pack_padded_case(sorted_lengths: list[int], should_shuffle: bool) -> tuple[Any, ...]:
+    def pad(tensor: torch.Tensor, length: int) -> torch.Tensor:
+        return torch.cat([tensor, tensor.new(length - tensor.size(0), *tensor.size()[1:]).zero_()])
+
+    max_length = sorted_lengths[0]
+    batch_sizes = [sum(map(bool, filter(lambda x: x >= i, sorted_lengths)))
+                   for i in range(1, max_length + 1)]
+    padded = torch.cat([pad(i * 100 + torch.arange(1.0, 5 * n + 1).view(n, 1, 5), max_length)
+                        for i, n in enumerate(sorted_lengths, 1)], 1)
+    expected_data = [[torch.arange(1.0, 6) + (i + 1) * 100 + 5 * n for i in range(batch_size)]
+                     for n, batch_size in enumerate(batch_sizes)]
+    expected_data = torch.stack(list(itertools.chain.from_iterable(expected_data)), dim=0)
+    if should_shuffle:
+        permutation = list(range(len(sorted_lengths)))
+        random.shuffle(permutation)
+        unsorted_indices = torch.tensor(permutation)
+        padded = padded.index_select(1, unsorted_indices)
+        lengths = torch.tensor(sorted_lengths).index_select(0, unsorted_indices)
+    else:
+        unsorted_indices = None
+        lengths = sorted_lengths
+    return padded.requires_grad_(), lengths, expected_data, batch_sizes, unsorted_indices
+
+
+def test_pack_padded_sequence() -> None:
+    test_cases = [[[10, 8, 4, 2, 2, 2, 1], False], [[11, 10, 8, 6, 4, 3, 1], False],
+                  [[11, 10, 8, 6, 4, 3, 1], True]]
+    for (sorted_lengths, should_shuffle), batch_first in itertools.product(test_cases,
+                                                                           (True, False)):
+        padded, lengths, expected_data, batch_sizes, unsorted_indices = _pack_padded_case(
+            sorted_lengths, should_shuffle)
+        src = padded.transpose(0, 1) if batch_first else padded
+        packed = rnn_utils.pack_padded_sequence(src, lengths, batch_first=batch_first,
+                                                enforce_sorted=not should_shuffle)
+        _assert_equal(packed.data.data, expected_data)
+        assert packed.batch_sizes.tolist() == batch_sizes
+        if unsorted_indices is None:
+            assert packed.unsorted_indices is None
+        else:
+            _assert_equal(packed.unsorted_indices, unsorted_indices)
+        unpacked, unpacked_len = rnn_utils.pad_packed_sequence(packed, batch_first=batch_first)
+        _assert_equal(unpacked, src)
+        _assert_equal(unpacked_len, torch.as_tensor(lengths))
+        if padded.grad is not None:
+            padded.grad.data.zero_()
+        grad_output = unpacked.data.clone().normal_()
+        unpacked.backward(grad_output)
+        if batch_first:
+            grad_output.transpose_(0, 1)
+        for i, n in enumerate(torch.as_tensor(lengths).tolist()):
+            _assert_equal(padded.grad.data[:n, i], grad_output[:n, i])
+            if n < 10:
+                assert float(padded.grad.data[n:, i].abs().sum()) == 0
+    with pytest.raises(RuntimeError, match="You can pass `enforce_sorted=False`"):
+        rnn_utils.pack_padded_sequence(torch.randn(3, 3), [1, 3, 2])
+    with pytest.raises(RuntimeError, match="empty tensor"):
+        rnn_utils.pack_padded_sequence(torch.randn(0, 0), [])
+    with pytest.raises(RuntimeError, match="empty tensor"):
+        rnn_utils.pack_padded_sequence(torch.randn([0, 1, 10]), torch.randn([11, 14, 14, 2]),
+                                       True)
+
+
+# --- test/test_nn.py: RNN / LSTM / GRU ----------------------------------------------------
+
+
+def _raises_as_torch(make: Any) -> None:
+    """``make(lib)`` raises in runtime what it raises in torch: the type and the message."""
+    real = pytest.importorskip("torch")
+    with pytest.raises(Exception) as want:
+        make(real)
+    with pytest.raises(Exception) as got:
+        make(torch)
+    assert got.type is want.type, (got.value, want.value)
+    assert str(got.value).replace("runtime", "torch") == str(want.value)
+
+
+def test_RNN_cell_no_broadcasting() -> None:
+    def test_all(hidden_size: int, bad_hx: torch.Tensor, good_hx: torch.Tensor,
+                 input_size: int, input: torch.Tensor) -> None:
+        for cell_module, hx in ((nn.RNNCell, bad_hx), (nn.GRUCell, bad_hx),
+                                (nn.LSTMCell, (bad_hx, good_hx)),
+                                (nn.LSTMCell, (good_hx, bad_hx))):
+            cell = cell_module(input_size, hidden_size)
+            with pytest.raises(RuntimeError):
+                cell(input, hx)
+
+    hidden_size, input_size = 20, 10
+    input = torch.randn(3, input_size)
+    bad_hx, good_hx = torch.randn(1, hidden_size), torch.randn(3, hidden_size)
+    test_all(hidden_size, bad_hx, good_hx, input_size, input)
+    test_all(hidden_size, torch.randn(3, 1), good_hx, input_size, input)
+    test_all(hidden_size, good_hx, good_hx, input_size, torch.randn(3, 1))
+
+
+def test_LSTM_cell() -> None:
+    for bias in (True, False):
+        input, hx, cx = torch.randn(3, 10), torch.randn(3, 20), torch.randn(3, 20)
+        lstm = nn.LSTMCell(10, 20, bias=bias)
+        for _ in range(6):
+            hx, cx = lstm(input, (hx, cx))
+        (hx + cx).sum().backward()
+
+
+def test_LSTM_cell_forward_input_size() -> None:
+    lstm = nn.LSTMCell(10, 20)
+    with pytest.raises(Exception):
+        lstm(torch.randn(3, 11), (torch.randn(3, 20), torch.randn(3, 20)))
+
+
+def test_LSTM_cell_forward_hidden_size() -> None:
+    input, hx, cx = torch.randn(3, 10), torch.randn(3, 21), torch.randn(3, 20)
+    lstm = nn.LSTMCell(10, 20)
+    with pytest.raises(Exception):
+        lstm(input, (hx, cx))
+    with pytest.raises(Exception):
+        lstm(input, (cx, hx))
+
+
+def test_rnn_forward_exception() -> None:
+    """test_cudnn_forward_exception: its checks are the CPU path's too."""
+    def cases(lib: Any) -> list[tuple[Any, Any]]:
+        z = lib.zeros(1, 2, 19)
+        return [(lib.nn.LSTM(10, 20, batch_first=True), (z, z)),
+                (lib.nn.LSTM(10, 20, batch_first=True, proj_size=10), (z, z)),
+                (lib.nn.GRU(10, 20, batch_first=True), z),
+                (lib.nn.RNN(10, 20, batch_first=True), z)]
+
+    for i in range(4):
+        rnn, hidden = cases(torch)[i]
+        with pytest.raises(RuntimeError, match="Expected hidden.*size.*got"):
+            rnn(torch.randn(2, 3, 10), hidden)
+        with pytest.raises(RuntimeError, match=r"input\.size\(-1\) must be equal to input_size"):
+            rnn(torch.randn(2, 3, 3))
+        _raises_as_torch(lambda lib, i=i: (lambda r, h: r(lib.randn(2, 3, 10), h))(
+            *cases(lib)[i]))
+        _raises_as_torch(lambda lib, i=i: cases(lib)[i][0](lib.randn(2, 3, 3)))
+
+
+def _update_shape(shape: tuple[int, ...], dim: int, new_dim_size: int) -> tuple[int, ...]:
+    new_shape = list(shape)
+    new_shape[dim] = new_dim_size
+    return tuple(new_shape)
+
+
+def test_rnn_args_check() -> None:
+    input_size, hidden_size, num_layers, batch_size, seq_len, bad_size = 3, 5, 2, 4, 6, 7
+    correct_input_shape = (seq_len, batch_size, input_size)
+    correct_hidden_shape = (num_layers, batch_size, hidden_size)
+
+    def get_inputs(lib: Any, input_shape: tuple[int, ...], hidden_shape: tuple[int, ...],
+                   mode: str) -> list[tuple[Any, Any]]:
+        input, hidden = lib.randn(input_shape), lib.randn(hidden_shape)
+        if mode != "LSTM":
+            return [(input, hidden)]
+        if hidden_shape == correct_hidden_shape:
+            return [(input, (hidden, hidden))]
+        good_hidden = lib.randn(correct_hidden_shape)
+        return [(input, (hidden, good_hidden)), (input, (good_hidden, hidden))]
+
+    def test(input_shape: tuple[int, ...], hidden_shape: tuple[int, ...], mode: str) -> None:
+        for k in range(len(get_inputs(torch, input_shape, hidden_shape, mode))):
+            def run(lib: Any, k: int = k) -> None:
+                model = getattr(lib.nn, mode)(input_size, hidden_size, num_layers)
+                model(*get_inputs(lib, input_shape, hidden_shape, mode)[k])
+            with pytest.raises(RuntimeError):
+                run(torch)
+            _raises_as_torch(run)
+
+    for mode in ["RNN", "GRU", "LSTM"]:
+        test(_update_shape(correct_input_shape, 1, bad_size), correct_hidden_shape, mode)
+        test(correct_input_shape, _update_shape(correct_hidden_shape, 1, bad_size), mode)
+        test(_update_shape(correct_input_shape, 2, bad_size), correct_hidden_shape, mode)
+        test(correct_input_shape, _update_shape(correct_hidden_shape, 2, bad_size), mode)
+        test(correct_input_shape, _update_shape(correct_hidden_shape, 0, bad_size), mode)
+
+
+def test_projections_lstm_args_check() -> None:
+    input_size, hidden_size, proj_size, num_layers = 3, 5, 2, 2
+    batch_size, seq_len, bad_size = 4, 6, 7
+    correct_input_shape = (seq_len, batch_size, input_size)
+    correct_h = (num_layers, batch_size, proj_size)
+    correct_c = (num_layers, batch_size, hidden_size)
+
+    def test(input_shape: tuple[int, ...], h_shape: tuple[int, ...],
+             c_shape: tuple[int, ...]) -> None:
+        def run(lib: Any) -> None:
+            model = lib.nn.LSTM(input_size, hidden_size, num_layers, proj_size=proj_size)
+            model(lib.randn(input_shape), (lib.randn(h_shape), lib.randn(c_shape)))
+        with pytest.raises(RuntimeError):
+            run(torch)
+        _raises_as_torch(run)
+
+    test(_update_shape(correct_input_shape, 1, bad_size), correct_h, correct_c)
+    test(correct_input_shape, _update_shape(correct_h, 1, bad_size),
+         _update_shape(correct_c, 1, bad_size))
+    test(_update_shape(correct_input_shape, 2, bad_size), correct_h, correct_c)
+    test(correct_input_shape, _update_shape(correct_h, 2, bad_size),
+         _update_shape(correct_c, 2, bad_size))
+    test(correct_input_shape, _update_shape(correct_h, 0, bad_size),
+         _update_shape(correct_c, 0, bad_size))
+    test(correct_input_shape, _update_shape(correct_h, 0, hidden_size), correct_c)
+    test(correct_input_shape, _update_shape(correct_h, 0, bad_size), correct_c)
+    test(correct_input_shape, correct_h, _update_shape(correct_c, 0, bad_size))
+
+
+def test_rnn_initial_hidden_state() -> None:
+    for mode in ["RNN", "GRU", "LSTM"]:
+        rnn = getattr(nn, mode)(6, 4, 2)  # torch's 30, 20 over a batch of 32: smaller
+        input = torch.randn(5, 8, 6)
+        hidden = torch.zeros(2, 8, 4)
+        if mode == "LSTM":
+            hidden = (hidden, hidden)
+        output1, hidden1 = rnn(input, hidden)
+        output2, hidden2 = rnn(input)
+        _assert_equal(output1, output2)
+        _assert_equal(hidden1, hidden2)
+
+
+def test_projections_lstm_initial_hidden_state() -> None:
+    for bidir in [False, True]:
+        rnn = nn.LSTM(6, 4, 2, bidirectional=bidir, proj_size=2)
+        num_dirs = 2 if bidir else 1
+        input = torch.randn(5, 8, 6)
+        hidden = (torch.zeros(2 * num_dirs, 8, 2), torch.zeros(2 * num_dirs, 8, 4))
+        output1, hidden1 = rnn(input, hidden)
+        output2, hidden2 = rnn(input)
+        _assert_equal(output1, output2)
+        _assert_equal(hidden1, hidden2)
+
+
+def test_projections_errors_on_gru_and_rnn() -> None:
+    for mode in ["RNN", "GRU"]:
+        with pytest.raises(ValueError, match="proj_size argument is only supported for LSTM, "
+                                             "not RNN or GRU"):
+            getattr(nn, mode)(30, 20, 2, proj_size=10)
+
+
+def _rnn_forward_backward(lib: Any, module: str, kwargs: dict[str, Any], state: dict[str, Any],
+                          arrays: dict[str, Any], lengths: list[int] | None) -> dict[str, Any]:
+    """_test_RNN_cpu_vs_cudnn's forward_backward, with torch's CPU kernel in the place of
+    cudnn's: the same weights, inputs and output grads in both libraries."""
+    rnn = getattr(lib.nn, module)(**kwargs).double()
+    rnn.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+    is_lstm = module == "LSTM"
+    batch_first = kwargs.get("batch_first", False)
+    input_var = lib.tensor(arrays["input"], requires_grad=True)
+    input = input_var
+    grad_output = lib.tensor(arrays["grad_output"])
+    if lengths is not None:
+        input = lib.nn.utils.rnn.pack_padded_sequence(input_var, lengths,
+                                                      batch_first=batch_first)
+        grad_output = lib.nn.utils.rnn.pack_padded_sequence(grad_output, lengths,
+                                                            batch_first=batch_first).data
+    hx = lib.tensor(arrays["hx"], requires_grad=True)
+    cx = lib.tensor(arrays["cx"], requires_grad=True) if is_lstm else None
+    output, hy = rnn(input, (hx, cx) if is_lstm else hx)
+    if lengths is not None:
+        output = output.data
+    grad_hy = lib.tensor(arrays["grad_hy"])
+    if is_lstm:
+        lib.autograd.backward([output, hy[0], hy[1]],
+                              [grad_output, grad_hy, lib.tensor(arrays["grad_cy"]) + 1])
+    else:
+        lib.autograd.backward([output, hy], [grad_output, grad_hy])
+    got = {"output": output, "hy": hy[0] if is_lstm else hy, "grad_input": input_var.grad,
+           "grad_hx": hx.grad}
+    if is_lstm:
+        got.update(cy=hy[1], grad_cx=cx.grad)
+    got.update({f"grad_{k}": p.grad for k, p in rnn.named_parameters()})
+    return {k: v.detach().numpy() for k, v in got.items()}
+
+
+@pytest.mark.parametrize("module", ["RNN", "LSTM", "GRU", "LSTM-proj", "RNN-relu"])
+def test_RNN_cpu_vs_torch(module: str) -> None:
+    """_test_RNN_cpu_vs_cudnn (dropout 0) against torch's CPU kernel: bias, bidirectional,
+    batch_first and packed variable lengths (a sample of torch's product, to stay cheap)."""
+    real = pytest.importorskip("torch")
+    np = pytest.importorskip("numpy")
+    input_size, hidden_size, proj_size, num_layers, seq_length, batch = 5, 4, 3, 2, 7, 6
+    extra: dict[str, Any] = {}
+    if module == "LSTM-proj":
+        module, extra = "LSTM", {"proj_size": proj_size}
+    elif module == "RNN-relu":
+        module, extra = "RNN", {"nonlinearity": "relu"}
+    rng = np.random.default_rng(0)
+    out_size = extra.get("proj_size", hidden_size)
+    for bias, bidirectional, batch_first, variable_len in [
+            (True, False, False, False), (False, True, True, True), (True, True, False, True),
+            (True, False, True, True)]:
+        kwargs = dict(input_size=input_size, hidden_size=hidden_size, num_layers=num_layers,
+                      bias=bias, bidirectional=bidirectional, batch_first=batch_first, **extra)
+        dirs = 2 if bidirectional else 1
+        lead = (batch, seq_length) if batch_first else (seq_length, batch)
+        arrays = {"input": rng.standard_normal((*lead, input_size)),
+                  "grad_output": rng.standard_normal((*lead, out_size * dirs)),
+                  "hx": rng.standard_normal((num_layers * dirs, batch, out_size)),
+                  "grad_hy": rng.standard_normal((num_layers * dirs, batch, out_size)),
+                  "cx": rng.standard_normal((num_layers * dirs, batch, hidden_size)),
+                  "grad_cy": rng.standard_normal((num_layers * dirs, batch, hidden_size))}
+        state = {k: v.detach().numpy()
+                 for k, v in getattr(real.nn, module)(**kwargs).double().state_dict().items()}
+        lengths = [7, 5, 5, 2, 1, 1] if variable_len else None
+        want = _rnn_forward_backward(real, module, kwargs, state, arrays, lengths)
+        got = _rnn_forward_backward(torch, module, kwargs, state, arrays, lengths)
+        assert got.keys() == want.keys()
+        for key in want:
+            np.testing.assert_allclose(got[key], want[key], atol=1e-10, rtol=1e-10, err_msg=key)
