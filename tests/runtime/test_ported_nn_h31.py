@@ -26,6 +26,7 @@ import pytest
 
 import runtime as torch
 import runtime.nn as nn
+import runtime.nn.functional as F
 import runtime.nn.utils.rnn as rnn_utils
 
 
@@ -538,8 +539,7 @@ def test_RNN_cpu_vs_torch(module: str) -> None:
     rng = np.random.default_rng(0)
     out_size = extra.get("proj_size", hidden_size)
     for bias, bidirectional, batch_first, variable_len in [
-            (True, False, False, False), (False, True, True, True), (True, True, False, True),
-            (True, False, True, True)]:
+            (True, False, False, False), (False, True, True, True), (True, True, False, True)]:
         kwargs = dict(input_size=input_size, hidden_size=hidden_size, num_layers=num_layers,
                       bias=bias, bidirectional=bidirectional, batch_first=batch_first, **extra)
         dirs = 2 if bidirectional else 1
@@ -558,3 +558,211 @@ def test_RNN_cpu_vs_torch(module: str) -> None:
         assert got.keys() == want.keys()
         for key in want:
             np.testing.assert_allclose(got[key], want[key], atol=1e-10, rtol=1e-10, err_msg=key)
+
+
+# --- test/test_nn.py: Transformer ---------------------------------------------------------
+
+_DEC_IN = [[[0.4517, 0.6793, 0.5313, 0.0034], [0.2678, 0.3677, 0.4459, 0.7166]],
+           [[0.8100, 0.3716, 0.4096, 0.1976], [0.6958, 0.8844, 0.6081, 0.8315]],
+           [[0.0494, 0.9343, 0.5955, 0.3830], [0.5404, 0.3464, 0.9378, 0.6200]]]
+_MEM_IN = [[[0.7462, 0.6653, 0.5679, 0.4891], [0.5387, 0.1655, 0.3565, 0.0471]],
+           [[0.8335, 0.2799, 0.5031, 0.2947], [0.1402, 0.0318, 0.7636, 0.1346]],
+           [[0.6333, 0.9344, 0.1376, 0.9938], [0.8924, 0.2872, 0.6692, 0.2944]],
+           [[0.9897, 0.6915, 0.3154, 0.1733], [0.8645, 0.3513, 0.3064, 0.0767]],
+           [[0.8117, 0.2366, 0.4838, 0.7881], [0.3718, 0.4945, 0.9511, 0.0864]]]
+
+
+def _cos_weights(model: Any, lib: Any) -> Any:
+    """The tests' deterministic weights: each parameter cos(arange(numel))."""
+    with lib.no_grad():
+        for p in model.parameters():
+            p.data.copy_(lib.cos(lib.arange(0, p.numel()).float().view(p.shape)))
+    return model
+
+
+def _decoder_layer(lib: Any, activation: Any, batch_first: bool) -> Any:
+    return _cos_weights(lib.nn.TransformerDecoderLayer(4, 2, 16, 0.0, activation,
+                                                       batch_first=batch_first), lib)
+
+
+def test_transformerdecoderlayer_reference_values() -> None:
+    """test_transformerdecoderlayer / _gelu: the literal outputs of torch's test."""
+    for activation, want in (("relu", [2.314351, 0.094805, -0.671322, 0.101977]),
+                             ("gelu", [2.306435, 0.095946, -0.675796, 0.10687])):
+        for batch_first in (False, True):
+            model = _decoder_layer(torch, activation, batch_first)
+            result = model(torch.tensor([[[20., 30., 40., 50.]]]),
+                           torch.tensor([[[60., 70., 80., 90.]]]))
+            _assert_equal(result, torch.tensor([[want]]), atol=1e-5, rtol=0)
+    model = _decoder_layer(torch, "relu", False)
+    key_padding_mask = torch.zeros(2, 3) == 1
+    key_padding_mask[0, 2] = 1
+    key_padding_mask[1, 1] = 1
+    key_padding_mask[1, 2] = 1
+    result = model(torch.tensor(_DEC_IN), torch.tensor(_MEM_IN),
+                   tgt_key_padding_mask=key_padding_mask)
+    _assert_equal(result[0], torch.tensor([[2.430025, 0.027643, -0.601164, -0.073476],
+                                           [2.4323, 0.029375, -0.599553, -0.071881]]),
+                  atol=1e-5, rtol=0)
+
+
+def _transformer_outputs(lib: Any, kind: str, activation: Any, batch_first: bool,
+                         layers: int, norm: bool) -> list[Any]:
+    """Every deterministic case of test_transformerdecoderlayer(_gelu) and
+    test_transformerdecoder (padding masks of the target and of the memory included), and
+    the encoder's counterparts: outputs as numpy."""
+    def perm(x: list[Any]) -> Any:
+        t = lib.tensor(x)
+        return t.transpose(1, 0) if batch_first else t
+
+    if kind == "decoder":
+        layer = _decoder_layer(lib, activation, batch_first)
+        model = (layer if layers == 0 else
+                 lib.nn.TransformerDecoder(layer, layers,
+                                           norm=lib.nn.LayerNorm(4) if norm else None))
+    else:
+        layer = _cos_weights(lib.nn.TransformerEncoderLayer(4, 2, 16, 0.0, activation,
+                                                            batch_first=batch_first), lib)
+        model = (layer if layers == 0 else
+                 lib.nn.TransformerEncoder(layer, layers,
+                                           norm=lib.nn.LayerNorm(4) if norm else None,
+                                           enable_nested_tensor=False))
+    cases: list[tuple[Any, ...]] = [
+        ([[[20., 30., 40., 50.]]], [[[60., 70., 80., 90.]]]),
+        ([[[9., 10., 11., 12.]], [[11., 12., 13., 14.]]], [[[1., 2., 3., 4.]]]),
+        ([[[1., 2., 3., 4.]], [[5., 6., 7., 8.]]], [[[9., 10., 11., 12.]], [[11., 12., 13., 14.]]]),
+        (_DEC_IN, _MEM_IN),
+    ]
+    outs = []
+    for dec, mem in cases:
+        if kind == "decoder":
+            outs.append(model(perm(dec), perm(mem)))
+        else:
+            outs.append(model(perm(mem)))
+    tgt_mask = lib.zeros(2, 3) == 1
+    tgt_mask[0, 2] = 1
+    tgt_mask[1, 1] = 1
+    tgt_mask[1, 2] = 1
+    mem_mask = lib.zeros(2, 5) == 1
+    mem_mask[0, 4] = 1
+    mem_mask[1, 3] = 1
+    mem_mask[1, 4] = 1
+    dec, mem = perm(_DEC_IN), perm(_MEM_IN)
+    if kind == "decoder":
+        outs += [model(dec, mem, tgt_key_padding_mask=tgt_mask),
+                 model(dec, mem, memory_key_padding_mask=mem_mask),
+                 model(dec, mem, tgt_mask=lib.nn.Transformer.generate_square_subsequent_mask(3),
+                       memory_mask=lib.tensor([[0.0, 1.0, -2.0, 0.5, 0.0]] * 3))]
+    else:
+        causal = lib.nn.Transformer.generate_square_subsequent_mask(5)
+        mask_name = "src_mask" if layers == 0 else "mask"
+        outs += [model(mem, src_key_padding_mask=mem_mask), model(mem, **{mask_name: causal})]
+    return [o.detach().numpy() for o in outs]
+
+
+@pytest.mark.parametrize("kind", ["decoder", "encoder"])
+@pytest.mark.parametrize("activation", ["relu", "gelu", "F.gelu"])
+def test_transformer_layers_deterministic(kind: str, activation: str) -> None:
+    """test_transformerdecoderlayer(_gelu), test_transformerdecoder and the encoder's
+    test_transformerencoderlayer(_gelu) / test_transformerencoder, with torch's CPU output in
+    the place of the literal references (one layer, 2 and 3 layers, where torch's has 2 and
+    6, with and without a final LayerNorm, both batch layouts)."""
+    real = pytest.importorskip("torch")
+    np = pytest.importorskip("numpy")
+    configs = [(False, 0, False), (True, 0, False), (False, 2, False), (True, 3, True)]
+    for batch_first, layers, norm in configs if activation == "relu" else configs[1::2]:
+        def run(lib: Any) -> list[Any]:
+            act = ((lib.nn.functional.gelu if activation == "F.gelu" else activation))
+            with lib.no_grad():  # forward values only: no graph to record (cheaper)
+                return _transformer_outputs(lib, kind, act, batch_first, layers, norm)
+        for got, want in zip(run(torch), run(real), strict=True):
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_Transformer_cell() -> None:
+    """torch's smoke test (sizes smaller: d_model 16, 2+2 layers) with every mask."""
+    d_model, nhead, bsz, seq_length, tgt_length = 16, 4, 3, 7, 5
+    for batch_first, src_size, tgt_size in zip((True, False),
+                                               [(bsz, seq_length, d_model),
+                                                (seq_length, bsz, d_model)],
+                                               [(bsz, tgt_length, d_model),
+                                                (tgt_length, bsz, d_model)], strict=True):
+        transformer = nn.Transformer(d_model, nhead, 2, 2, 32, 0.3, batch_first=batch_first,
+                                     dtype=torch.double)
+        src = torch.randn(src_size, dtype=torch.double)
+        src_mask = transformer.generate_square_subsequent_mask(seq_length).double()
+        tgt = torch.randn(tgt_size, dtype=torch.double)
+        tgt_mask = transformer.generate_square_subsequent_mask(tgt_length).double()
+        memory_mask = torch.randn(tgt_length, seq_length).double()
+        output = transformer(src, tgt, src_mask=src_mask, tgt_mask=tgt_mask,
+                             memory_mask=memory_mask,
+                             src_key_padding_mask=torch.rand(bsz, seq_length) >= 0.5,
+                             tgt_key_padding_mask=torch.rand(bsz, tgt_length) >= 0.5,
+                             memory_key_padding_mask=torch.rand(bsz, seq_length) >= 0.5)
+        output.sum().backward()
+
+
+def test_transformer_args_check() -> None:
+    d_model, nhead, num_enc, num_dec, dim_ff, dropout = 16, 4, 2, 3, 9, 0.3
+    bsz, seq_len, tgt_len, wrong_bsz, wrong_d_model, wrong_nhead = 3, 7, 5, 7, 7, 5
+
+    def test(encoder_input_shape: tuple[int, ...], decoder_input_shape: tuple[int, ...],
+             src_mask_len: int | None = None, tgt_mask_len: int | None = None,
+             memory_mask_size: tuple[int, int] | None = None,
+             src_key_padding_mask_size: tuple[int, int] | None = None,
+             tgt_key_padding_mask_size: tuple[int, int] | None = None,
+             memory_key_padding_mask_size: tuple[int, int] | None = None,
+             error: type[BaseException] = RuntimeError) -> None:
+        def run(lib: Any) -> None:
+            lib.manual_seed(0)
+            model = lib.nn.Transformer(d_model, nhead, num_enc, num_dec, dim_ff, dropout)
+            gen = model.generate_square_subsequent_mask
+
+            def pad(size: tuple[int, int] | None) -> Any:
+                return None if size is None else lib.rand(size) >= 0.5
+
+            model(lib.randn(encoder_input_shape), lib.randn(decoder_input_shape),
+                  src_mask=None if src_mask_len is None else gen(src_mask_len),
+                  tgt_mask=None if tgt_mask_len is None else gen(tgt_mask_len),
+                  memory_mask=None if memory_mask_size is None else lib.rand(memory_mask_size),
+                  src_key_padding_mask=pad(src_key_padding_mask_size),
+                  tgt_key_padding_mask=pad(tgt_key_padding_mask_size),
+                  memory_key_padding_mask=pad(memory_key_padding_mask_size))
+
+        with pytest.raises(error):
+            run(torch)
+        _raises_as_torch(run)
+
+    enc_shape, dec_shape = (seq_len, bsz, d_model), (tgt_len, bsz, d_model)
+    test(_update_shape(enc_shape, 1, wrong_bsz), dec_shape)
+    test(enc_shape, _update_shape(dec_shape, 1, wrong_bsz))
+    test(_update_shape(enc_shape, 2, wrong_d_model), dec_shape)
+    test(enc_shape, _update_shape(dec_shape, 2, wrong_d_model))
+    with pytest.raises(AssertionError):
+        nn.Transformer(d_model, wrong_nhead, num_enc, num_dec, dim_ff, dropout)
+    test(enc_shape, dec_shape, src_mask_len=seq_len + 1)
+    test(enc_shape, dec_shape, tgt_mask_len=tgt_len + 1)
+    test(enc_shape, dec_shape, memory_mask_size=(tgt_len + 1, seq_len + 1))
+    # torch's test wraps these in assertRaises(AssertionError) around an assertRaises of
+    # RuntimeError: what the model raises is an AssertionError, not a RuntimeError
+    test(enc_shape, dec_shape, src_key_padding_mask_size=(wrong_bsz, seq_len + 1),
+         error=AssertionError)
+    test(enc_shape, dec_shape, tgt_key_padding_mask_size=(wrong_bsz, tgt_len + 1),
+         error=AssertionError)
+    test(enc_shape, dec_shape, memory_key_padding_mask_size=(wrong_bsz, seq_len + 1),
+         error=AssertionError)
+    for activation in [F.relu, F.gelu]:
+        nn.Transformer(d_model, nhead, num_enc, num_dec, dim_ff, dropout, activation)
+    with pytest.raises(RuntimeError):
+        nn.Transformer(d_model, nhead, num_enc, num_dec, dim_ff, dropout, "abc")
+    _raises_as_torch(lambda lib: lib.nn.Transformer(d_model, nhead, 1, 1, dim_ff, dropout,
+                                                    "abc"))
+
+
+def test_transformer_layer_args_check() -> None:
+    for model_name in ["TransformerEncoderLayer", "TransformerDecoderLayer"]:
+        for activation in [F.relu, F.gelu]:
+            getattr(nn, model_name)(16, 4, 9, 0.3, activation)
+        with pytest.raises(RuntimeError):
+            getattr(nn, model_name)(16, 4, 9, 0.3, "abc")
+        _raises_as_torch(lambda lib, m=model_name: getattr(lib.nn, m)(16, 4, 9, 0.3, "abc"))
