@@ -35,6 +35,13 @@ def _masked(scores: Tensor, mask: Tensor) -> Tensor:
     return F.add(scores, F.cast(mask, scores.dtype))
 
 
+def _seq_first_linear(x: Tensor, weight: Tensor, bias: Tensor | None) -> Tensor:
+    """linear of a batch-first (N, L, E) ``x`` run on its (L, N, E) view, the layout
+    PyTorch's multi_head_attention_forward projects: F.linear's result for a bias of another
+    dtype depends on whether its input is contiguous (see composite.linear)."""
+    return F.transpose(C.linear(F.transpose(x, 0, 1), weight, bias), 0, 1)
+
+
 class MultiheadAttention(Module):
     def __init__(
         self,
@@ -111,15 +118,15 @@ class MultiheadAttention(Module):
         b = None if self.in_proj_bias is None else F.getitem(self.in_proj_bias, rows)
         if not self._qkv_same_embed_dim:
             w = (self.q_proj_weight, self.k_proj_weight, self.v_proj_weight)[part]
-            return C.linear(x, w, b)
-        return C.linear(x, F.getitem(self.in_proj_weight, rows), b)
+            return _seq_first_linear(x, w, b)
+        return _seq_first_linear(x, F.getitem(self.in_proj_weight, rows), b)
 
     def _in_projection(self, q: Tensor, kv: tuple[Tensor, Tensor] | None
                        ) -> tuple[Tensor, Tensor, Tensor]:
         """q, k, v projected; kv None is self-attention: one matmul, as PyTorch's packed
         projection."""
         if kv is None:
-            qkv = C.linear(q, self.in_proj_weight, self.in_proj_bias)
+            qkv = _seq_first_linear(q, self.in_proj_weight, self.in_proj_bias)
             e = self.embed_dim
             q, k, v = (F.getitem(qkv, (..., slice(i * e, (i + 1) * e))) for i in range(3))
             return q, k, v

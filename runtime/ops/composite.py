@@ -520,7 +520,14 @@ def _layer_norm(input: Tensor, normalized_shape: int | Sequence[int],  # noqa: A
 @autocast_lower
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
     """x @ weight.T + bias. With a bias PyTorch runs addmm and checks dtypes with its texts;
-    without one, matmul's checks speak."""
+    without one, matmul's checks speak. A non-contiguous input of other than 2 dims is not
+    flattened into addmm there: its bias is added in place to the product (at::linear's
+    ``output.add_(bias)``), so a bias of another dtype is cast into the product's."""
+    if (bias is not None and weight.ndim == 2 and bias.dtype is not weight.dtype
+            and input.ndim != 2 and not input.is_contiguous()):
+        y = linear(input, weight)
+        out = F.add(y, bias)
+        return out if out.dtype is y.dtype else out.to(y.dtype)
     if bias is not None and weight.ndim == 2:
         if input.dtype is not weight.dtype:
             raise RuntimeError(f"mat1 and mat2 must have the same dtype, but got "

@@ -766,3 +766,222 @@ def test_transformer_layer_args_check() -> None:
         with pytest.raises(RuntimeError):
             getattr(nn, model_name)(16, 4, 9, 0.3, "abc")
         _raises_as_torch(lambda lib, m=model_name: getattr(lib.nn, m)(16, 4, 9, 0.3, "abc"))
+
+
+# --- test/nn/test_multihead_attention.py (math path) --------------------------------------
+
+
+def _mha_forward(lib: Any, arrays: dict[str, Any], state: dict[str, Any], d_model: int,
+                 nheads: int, kv_dim: int, add_bias_kv: bool, add_zero_attn: bool,
+                 average_attn_weights: bool) -> tuple[Any, Any]:
+    """_multihead_attn_test_helper's call of F.multi_head_attention_forward."""
+    m = lib.nn.MultiheadAttention(d_model, nheads, add_bias_kv=add_bias_kv,
+                                  add_zero_attn=add_zero_attn, kdim=kv_dim, vdim=kv_dim)
+    m.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+    t = {k: None if v is None else lib.tensor(v) for k, v in arrays.items()}
+    attn_mask = t["attn_mask"].float()
+    attn_mask.masked_fill_(attn_mask == 0, float("-inf"))
+    attn_mask.masked_fill_(attn_mask > 0, 0.0)
+    q = t["decoder_state"].unsqueeze(1).transpose(0, 1)
+    kv = t["K"].transpose(0, 1)
+    separate = not m._qkv_same_embed_dim
+    result, weight = lib.nn.functional.multi_head_attention_forward(
+        q, kv, kv, d_model, nheads, None if separate else m.in_proj_weight, m.in_proj_bias,
+        m.bias_k, m.bias_v, m.add_zero_attn, m.dropout, m.out_proj.weight, m.out_proj.bias,
+        m.training, t["key_padding_mask"], True, attn_mask, separate,
+        m.q_proj_weight if separate else None, m.k_proj_weight if separate else None,
+        m.v_proj_weight if separate else None, static_k=t["saved_k"], static_v=t["saved_v"],
+        average_attn_weights=average_attn_weights, is_causal=False)
+    return result.squeeze(0).detach().numpy(), weight.detach().numpy()
+
+
+@pytest.mark.parametrize("average_attn_weights", [True, False])
+def test_multihead_attention(average_attn_weights: bool) -> None:
+    """test_multihead_attention's option sweep, with torch's F.multi_head_attention_forward
+    in the place of its numpy reference (3 random draws per case where torch's has 100)."""
+    real = pytest.importorskip("torch")
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(1)
+
+    def helper(add_key_padding_mask: bool = False, add_bias_kv: bool = False,
+               add_zero_attn: bool = False, saved_kv: bool = False,
+               same_embed_dim: bool = False) -> None:
+        for _ in range(3):
+            batch_sz, seq_len = (int(rng.integers(2, 6)) for _ in range(2))
+            d_head, nheads = int(rng.integers(3, 6)), int(rng.integers(1, 3)) * 2
+            d_model = d_head * nheads
+            kv_dim = d_model if same_embed_dim else int(rng.integers(5, 10))
+            seq_mask = rng.integers(0, 2, (1, seq_len))
+            arrays = {
+                "saved_k": rng.random((batch_sz * nheads, seq_len, d_head)).astype(np.float32)
+                if saved_kv else None,
+                "saved_v": rng.random((batch_sz * nheads, seq_len, d_head)).astype(np.float32)
+                if saved_kv else None,
+                "key_padding_mask": np.repeat(seq_mask, batch_sz, axis=0) == 1
+                if add_key_padding_mask else None,
+                "decoder_state": rng.random((batch_sz, d_model)).astype(np.float32),
+                "K": rng.random((batch_sz, seq_len, kv_dim)).astype(np.float32),
+                "attn_mask": rng.integers(0, 2, size=(1, seq_len)),
+            }
+            module = real.nn.MultiheadAttention(d_model, nheads, add_bias_kv=add_bias_kv,
+                                                add_zero_attn=add_zero_attn, kdim=kv_dim,
+                                                vdim=kv_dim)
+            state = {k: v.detach().numpy() for k, v in module.state_dict().items()}
+            args = (arrays, state, d_model, nheads, kv_dim, add_bias_kv, add_zero_attn,
+                    average_attn_weights)
+            want = _mha_forward(real, *args)
+            got = _mha_forward(torch, *args)
+            assert got[0].shape == (batch_sz, d_model)
+            for g, w in zip(got, want, strict=True):
+                np.testing.assert_allclose(g, w, atol=1e-5)
+
+    helper(add_zero_attn=True)
+    helper(add_bias_kv=True)
+    helper()
+    helper(add_key_padding_mask=True)
+    helper(saved_kv=True)
+    helper(add_key_padding_mask=True, add_bias_kv=True, add_zero_attn=True)
+    helper(add_key_padding_mask=True, add_zero_attn=True, saved_kv=True)
+    with pytest.raises(AssertionError, match="bias cannot be added to static key."):
+        helper(add_key_padding_mask=True, add_bias_kv=True, add_zero_attn=True, saved_kv=True)
+    helper(add_key_padding_mask=True, add_zero_attn=True, saved_kv=True, same_embed_dim=True)
+
+
+def test_multihead_attn_3d_attn_mask() -> None:
+    embed_dim, num_heads, batch_size, src_len, tgt_len = 8, 4, 4, 3, 2
+    query = torch.rand(batch_size, tgt_len, embed_dim)
+    key = torch.rand(batch_size, src_len, embed_dim)
+    value = key
+    attn_mask = torch.randint(0, 2, (batch_size, tgt_len, src_len)).float()
+    attn_mask = attn_mask.masked_fill(attn_mask == 0, float("-inf")).masked_fill(
+        attn_mask == 1, 0.0)
+    mta_model = nn.MultiheadAttention(embed_dim, num_heads)
+    attn_mask_3d = torch.repeat_interleave(attn_mask, num_heads, dim=0)
+    output_3d = mta_model(query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1),
+                          attn_mask=attn_mask_3d)[0].transpose(0, 1)
+    for i in range(batch_size):
+        output_2d = mta_model(query[i].unsqueeze(0).transpose(0, 1),
+                              key[i].unsqueeze(0).transpose(0, 1),
+                              value[i].unsqueeze(0).transpose(0, 1), attn_mask=attn_mask[i])[0]
+        _assert_equal(output_3d[i].unsqueeze(0).transpose(0, 1), output_2d)
+
+
+def test_multihead_attn_no_bias() -> None:
+    mha = nn.MultiheadAttention(8, 4, bias=False)
+    assert mha.in_proj_bias is None
+    assert mha.out_proj.bias is None
+
+
+def _invalid_shape_cases(mha: Any) -> None:
+    query, key, value = torch.randn(4, 4, 4), torch.randn(4, 4, 4), torch.randn(4, 4, 4)
+    bool_1d = torch.tensor([False, False, True, True], dtype=torch.bool)
+    cases = [
+        ("expected `key` and `value` to be 3-D but found 2-D and 3-D tensors respectively",
+         (query, torch.randn(4, 4), value), {}),
+        ("expected `key` and `value` to be 3-D but found 3-D and 2-D tensors respectively",
+         (query, key, torch.randn(4, 4)), {}),
+        ("expected `key_padding_mask` to be `None` or 2-D but found 1-D tensor instead",
+         (query, key, value), {"key_padding_mask": bool_1d}),
+        ("expected `attn_mask` to be `None`, 2-D or 3-D but found 1-D tensor instead",
+         (query, key, value), {"attn_mask": bool_1d}),
+    ]
+    q2, k2, v2 = torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4)
+    cases += [
+        ("expected `key` and `value` to be 2-D but found 3-D and 2-D tensors respectively",
+         (q2, torch.randn(4, 4, 4), v2), {}),
+        ("expected `key` and `value` to be 2-D but found 2-D and 3-D tensors respectively",
+         (q2, k2, torch.randn(4, 4, 4)), {}),
+        ("expected `key_padding_mask` to be `None` or 1-D but found 2-D tensor instead",
+         (q2, k2, v2),
+         {"key_padding_mask": torch.tensor([[False, False, True, True] * 2],
+                                           dtype=torch.bool)}),
+        ("expected `attn_mask` to be `None`, 2-D or 3-D but found 1-D tensor instead",
+         (q2, k2, v2), {"attn_mask": bool_1d}),
+        (r"Expected `attn_mask` shape to be \(4, 4, 4\)", (q2, k2, v2),
+         {"attn_mask": torch.randn(5, 4, 4).bernoulli_().to(torch.bool)}),
+    ]
+    for msg, args, kwargs in cases:
+        with pytest.raises(AssertionError, match=msg):
+            mha(*args, **kwargs)
+
+
+def test_multihead_attn_invalid_shape() -> None:
+    mha = nn.MultiheadAttention(4, 4)
+    _invalid_shape_cases(mha)
+    with torch.no_grad():
+        _invalid_shape_cases(mha.eval())
+
+
+def test_multihead_self_attn_two_masks() -> None:
+    """test_multihead_self_attn_two_masks_fast_path: the module's eval-mode result (no fast
+    path here) equals F.multi_head_attention_forward's over the rows not fully masked."""
+    with torch.no_grad():
+        embed_dim, num_heads, batch_size, src_len = 14, 7, 8, 5
+        query = value = key = torch.rand(batch_size, src_len, embed_dim)
+        attn_mask = torch.randint(0, 2, (src_len, src_len)).bool()
+        key_padding_mask = torch.randint(0, 2, (batch_size, src_len)).bool()
+        merged_mask = attn_mask.reshape(1, 1, src_len, src_len).expand(
+            batch_size, num_heads, src_len, src_len).logical_or(
+            key_padding_mask.reshape(batch_size, 1, 1, src_len).expand(
+                batch_size, num_heads, src_len, src_len))
+        mta_model = nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)
+        mta_model.training = False
+        result, _ = mta_model(query, key, value, attn_mask=attn_mask,
+                              key_padding_mask=key_padding_mask)
+        result_ref, _ = F.multi_head_attention_forward(
+            query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1), embed_dim,
+            num_heads, mta_model.in_proj_weight, mta_model.in_proj_bias, mta_model.bias_k,
+            mta_model.bias_v, mta_model.add_zero_attn, mta_model.dropout,
+            mta_model.out_proj.weight, mta_model.out_proj.bias, training=mta_model.training,
+            key_padding_mask=key_padding_mask, need_weights=False, attn_mask=attn_mask,
+            use_separate_proj_weight=False, q_proj_weight=mta_model.q_proj_weight,
+            k_proj_weight=mta_model.k_proj_weight, v_proj_weight=mta_model.v_proj_weight,
+            average_attn_weights=False)
+        mask_out = merged_mask[:, 0, :, :].all(-1, keepdim=True).expand(batch_size, src_len,
+                                                                        embed_dim)
+        _assert_equal(result.masked_fill(mask_out, 0),
+                      result_ref.transpose(0, 1).masked_fill(mask_out, 0))
+
+
+def test_multihead_attn_small_and_none_projections() -> None:
+    """test_multihead_attn_fast_path_small_test, _query_and_bias_have_different_dtypes,
+    _in_proj_bias_none and _in_proj_weight_none (CPU, float64): they run."""
+    with torch.no_grad():
+        mha = nn.MultiheadAttention(4, 4, batch_first=True, dtype=torch.double).eval()
+        query = torch.randn(4, 4, 4, dtype=torch.double)
+        mha(query, query, query)
+        mha.in_proj_bias = nn.Parameter(mha.in_proj_bias.to(torch.half))
+        mha(query, query, query)
+        mha = nn.MultiheadAttention(2, 2, bias=False, dtype=torch.double)
+        query = torch.rand(2, 2, 2, dtype=torch.double)
+        mha(query, query, query)
+        mha = nn.MultiheadAttention(4, 4, vdim=2, kdim=2, dtype=torch.double)
+        key = torch.rand(4, 4, 2, dtype=torch.double)
+        mha(torch.rand(4, 4, 4, dtype=torch.double), key, key)
+
+
+@pytest.mark.parametrize("transposed", [True, False])
+@pytest.mark.parametrize("dims", [3, 4])
+def test_linear_bias_of_another_dtype_as_torch(transposed: bool, dims: int) -> None:
+    """The reason test_multihead_attn_fast_path_query_and_bias_have_different_dtypes runs:
+    at::linear adds the bias in place to the product of a non-contiguous input (the product's
+    dtype, the bias's grad in its own), and refuses it in addmm for a contiguous one."""
+    real = pytest.importorskip("torch")
+
+    def run(lib: Any) -> tuple[Any, ...]:
+        shape = (4, 3, 4) if dims == 3 else (2, 3, 4, 4)
+        x = lib.ones(shape, dtype=lib.double)
+        x = x.transpose(0, 1) if transposed else x
+        w = lib.ones(5, 4, dtype=lib.double, requires_grad=True)
+        b = lib.ones(5, dtype=lib.half, requires_grad=True)
+        y = lib.nn.functional.linear(x, w, b)
+        y.sum().backward()
+        return (str(y.dtype), tuple(y.shape), y.sum().item(), str(b.grad.dtype),
+                b.grad.sum().item(), w.grad.sum().item())
+
+    if transposed:
+        got, want = run(torch), run(real)
+        assert got[0].replace("runtime", "torch") == want[0] and got[1:3] == want[1:3]
+        assert got[3].replace("runtime", "torch") == want[3] and got[4:] == want[4:]
+    else:
+        _raises_as_torch(run)
