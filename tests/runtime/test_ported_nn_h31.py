@@ -985,3 +985,400 @@ def test_linear_bias_of_another_dtype_as_torch(transposed: bool, dims: int) -> N
         assert got[3].replace("runtime", "torch") == want[3] and got[4:] == want[4:]
     else:
         _raises_as_torch(run)
+
+
+# --- test/nn/test_parametrization.py --------------------------------------------------------
+# (@swap([True, False]): the swap_tensors conversion path is a torch.__future__ flag with no
+# counterpart here; each test runs once, on the default path.)
+
+import copy  # noqa: E402
+
+import runtime.nn.utils.parametrize as parametrize  # noqa: E402
+
+
+class _Skew(nn.Module):
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        X = X.tril(-1)
+        return X - X.T
+
+
+class _Orthogonal(nn.Module):
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        Id = torch.eye(X.size(0), device=X.device)
+        return torch.linalg.solve(Id + X, Id - X).contiguous()
+
+
+class _Resize(nn.Module):
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return X[[0]]
+
+
+class _NoResize(nn.Module):
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return X
+
+
+class _FirstZero(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x.new_zeros(1), x[1:]])
+
+
+class _LastZero(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.cat([x[:-1], x.new_zeros(1)])
+
+
+def _not_equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return not torch.equal(a, b)
+
+
+def _sgd_changes_both(model: nn.Linear, sgd: Any) -> None:
+    weight_copy, bias_copy = model.weight.clone(), model.bias.clone()
+    sgd.zero_grad()
+    (model.weight.T @ model.bias).sum().backward()
+    sgd.step()
+    assert _not_equal(model.weight, weight_copy)
+    assert _not_equal(model.bias, bias_copy)
+
+
+def _check_removed(model: nn.Linear, initial_model: nn.Linear, initial_weight_id: int) -> None:
+    assert not hasattr(model, "parametrizations")
+    _assert_equal(model.weight, initial_model.weight)
+    assert id(model.weight) == initial_weight_id
+    assert model.__class__ == nn.Linear
+
+
+def test_register_and_remove_parametrization() -> None:
+    model = nn.Linear(8, 8)
+    initial_weight_id, initial_bias_id = id(model.weight), id(model.bias)
+    initial_model = copy.deepcopy(model)
+    with pytest.raises(ValueError, match="Registering a parametrization may not change the "
+                                         "shape of the tensor"):
+        parametrize.register_parametrization(model, "weight", _Resize())
+        model(torch.ones(8, 8))
+
+    for extra in ([], [_NoResize()]):
+        parametrize.register_parametrization(model, "weight", _Resize(), unsafe=True)
+        for p in extra:
+            parametrize.register_parametrization(model, "weight", p, unsafe=False)
+        assert hasattr(model, "parametrizations")
+        assert parametrize.is_parametrized(model)
+        assert parametrize.is_parametrized(model, "weight")
+        assert not parametrize.is_parametrized(model, "bias")
+        assert "weight" not in model._parameters
+        assert model.weight.shape[0] == 1
+        parametrize.remove_parametrizations(model, "weight", leave_parametrized=False)
+        _check_removed(model, initial_model, initial_weight_id)
+
+    for unsafe in (True, False):
+        parametrize.register_parametrization(model, "weight", _Skew(), unsafe=unsafe)
+        assert parametrize.is_parametrized(model, "weight")
+        assert not parametrize.is_parametrized(model, "bias")
+        assert "weight" not in model._parameters
+        A = model.weight
+        _assert_equal(A, -A.T)
+        parametrize.remove_parametrizations(model, "weight", leave_parametrized=False)
+        _check_removed(model, initial_model, initial_weight_id)
+
+    parametrize.register_parametrization(model, "weight", _Skew())
+    parametrize.register_parametrization(model, "weight", _Orthogonal())
+    X = model.weight
+    _assert_equal(X.T @ X, torch.eye(X.size(0)), atol=1e-5, rtol=1e-5)
+    assert parametrize.is_parametrized(model, "weight")
+    assert "weight" in model.parametrizations
+    assert "weight" not in model._parameters
+    parametrize.remove_parametrizations(model, "weight", leave_parametrized=False)
+    _check_removed(model, initial_model, initial_weight_id)
+
+    parametrize.register_parametrization(model, "weight", _Skew())
+    parametrize.register_parametrization(model, "weight", _Orthogonal())
+    parametrize.register_parametrization(model, "bias", _FirstZero())
+    parametrize.register_parametrization(model, "bias", _LastZero())
+    assert parametrize.is_parametrized(model)
+    assert parametrize.is_parametrized(model, "weight")
+    assert parametrize.is_parametrized(model, "bias")
+    assert model.bias[0].item() == 0.0
+    assert model.bias[-1].item() == 0.0
+    assert len(list(model.parameters())) == 2
+    sgd = torch.optim.SGD(model.parameters(), lr=0.01)
+    _sgd_changes_both(model, sgd)
+
+    parametrize.remove_parametrizations(model, "weight", leave_parametrized=False)
+    assert parametrize.is_parametrized(model)
+    assert not parametrize.is_parametrized(model, "weight")
+    assert parametrize.is_parametrized(model, "bias")
+    assert model.bias[0].item() == 0.0
+    assert model.bias[-1].item() == 0.0
+    assert _not_equal(model.weight, initial_model.weight)
+    assert id(model.weight) == initial_weight_id
+    assert len(list(model.parameters())) == 2
+    _sgd_changes_both(model, sgd)
+
+    parametrize.remove_parametrizations(model, "bias", leave_parametrized=False)
+    assert not parametrize.is_parametrized(model)
+    assert _not_equal(model.bias, initial_model.bias)
+    assert model.bias[0].item() != 0.0
+    assert model.bias[-1].item() != 0.0
+    assert id(model.bias) == initial_bias_id
+    assert not hasattr(model, "parametrizations")
+    assert model.__class__ == nn.Linear
+    assert len(list(model.parameters())) == 2
+    _sgd_changes_both(model, sgd)
+
+    for _ in range(2):
+        parametrize.register_parametrization(model, "weight", _Skew())
+        parametrize.register_parametrization(model, "weight", _Orthogonal())
+        parametrize.remove_parametrizations(model, "weight", leave_parametrized=True)
+        assert id(model.weight) == initial_weight_id
+        assert id(model.bias) == initial_bias_id
+        _sgd_changes_both(model, sgd)
+
+
+def test_register_and_remove_nested_parametrization() -> None:
+    model = nn.Linear(8, 8)
+    parametrize.register_parametrization(model, "weight", _Skew())
+    assert hasattr(model, "parametrizations")
+    assert parametrize.is_parametrized(model, "weight")
+    assert not parametrize.is_parametrized(model, "bias")
+    assert "weight" not in model._parameters
+    A = model.weight
+    _assert_equal(A, -A.T)
+    param_mod = model.parametrizations.weight
+    assert not hasattr(param_mod, "parametrizations")
+    assert not parametrize.is_parametrized(param_mod)
+    assert not parametrize.is_parametrized(param_mod, "original")
+    parametrize.register_parametrization(param_mod, "original", _Skew())
+    assert hasattr(param_mod, "parametrizations")
+    assert parametrize.is_parametrized(param_mod)
+    assert parametrize.is_parametrized(param_mod, "original")
+    assert "original" not in param_mod._parameters
+    A = param_mod.original
+    _assert_equal(A, -A.T)
+    parametrize.remove_parametrizations(param_mod, "original", leave_parametrized=False)
+    assert not hasattr(param_mod, "parametrizations")
+    assert param_mod.__class__ == parametrize.ParametrizationList
+    parametrize.remove_parametrizations(model, "weight", leave_parametrized=False)
+    assert not hasattr(model, "parametrizations")
+    assert model.__class__ == nn.Linear
+
+
+def test_register_and_remove_buffer_parametrization() -> None:
+    model = nn.Linear(8, 8)
+    delattr(model, "bias")
+    model.bias = nn.Buffer(torch.ones(8))
+    parametrize.register_parametrization(model, "bias", _FirstZero())
+    parametrize.register_parametrization(model, "bias", _LastZero())
+    for still in (True, False):
+        assert parametrize.is_parametrized(model) is still
+        assert parametrize.is_parametrized(model, "bias") is still
+        assert model.bias[0].item() == 0.0
+        assert model.bias[-1].item() == 0.0
+        assert bool((model.bias[1:-1] == torch.ones(6)).all())
+        assert len(list(model.parameters())) == 1
+        if still:
+            parametrize.remove_parametrizations(model, "bias", leave_parametrized=True)
+
+
+def test_serialization_parametrization(tmp_path: Any) -> None:
+    class Orthogonal(nn.Module):
+        def __init__(self, n: int) -> None:
+            super().__init__()
+            self.id = nn.Buffer(torch.eye(n))
+            self.B = nn.Buffer(torch.empty(n, n))
+            nn.init.orthogonal_(self.B)
+
+        def forward(self, X: torch.Tensor) -> torch.Tensor:
+            A = X.triu(1)
+            A = A - A.T
+            return self.B @ torch.linalg.solve(self.id + A, self.id - A)
+
+    def get_model() -> nn.Sequential:
+        model = nn.Sequential(nn.Linear(5, 5), nn.ReLU(), nn.Linear(5, 1))
+        parametrize.register_parametrization(model[0], "weight", Orthogonal(5))
+        return model
+
+    model = get_model()
+    prev_weight = model[0].weight
+    prev_B = model[0].parametrizations.weight[0].B
+    new_model = get_model()
+    torch.save(model.state_dict(), tmp_path / "sd.pt")
+    new_model.load_state_dict(torch.load(tmp_path / "sd.pt"))
+    assert parametrize.is_parametrized(new_model[0], "weight")
+    _assert_equal(prev_weight, new_model[0].weight)
+    _assert_equal(prev_B, new_model[0].parametrizations.weight[0].B)
+    # (torch.save of the whole parametrized model raising "state_dict": pickling whole
+    # modules is out of scope)
+
+
+def test_initialization_parametrization() -> None:
+    class Skew(nn.Module):
+        def forward(self, X: torch.Tensor) -> torch.Tensor:
+            A = X.triu(1)
+            return A - A.T
+
+        def right_inverse(self, X: torch.Tensor) -> torch.Tensor:
+            if not torch.allclose(X, -X.T, atol=1e-6):
+                raise ValueError("The matrix is not skew-symmetric.")
+            return X.triu(1)
+
+    class Orthogonal(nn.Module):
+        def __init__(self, n: int) -> None:
+            super().__init__()
+            self.B = nn.Buffer(torch.eye(n))
+
+        def forward(self, X: torch.Tensor) -> torch.Tensor:
+            Id = torch.eye(X.size(0))
+            return self.B @ torch.linalg.solve(Id + X, Id - X)
+
+        def right_inverse(self, X: torch.Tensor) -> torch.Tensor:
+            if not torch.allclose(X.T @ X, torch.eye(X.size(0)), atol=1e-4):
+                raise ValueError("The input is not orthogonal.")
+            self.B = X
+            return torch.zeros_like(X)
+
+    N = 5
+    model = nn.Linear(N, N)
+    skew = Skew()
+    with torch.no_grad():
+        model.weight.set_(skew(model.weight))
+    parametrize.register_parametrization(model, "weight", skew)
+    X = torch.rand(N, N)
+    with pytest.raises(ValueError):
+        model.weight = X
+    X = X - X.T
+    model.weight = X
+    _assert_equal(model.parametrizations.weight.original, X.triu(1))
+    _assert_equal(model.weight, X)
+    parametrize.register_parametrization(model, "weight", Orthogonal(N))
+    X = torch.rand(N, N)
+    with pytest.raises(ValueError):
+        model.weight = X
+    nn.init.orthogonal_(X)
+    model.weight = X
+    _assert_equal(model.weight, X)
+    _assert_equal(model.parametrizations.weight.original, torch.zeros_like(X))
+
+
+def _unparametrized_error_cases(lib: Any) -> dict[str, Any]:
+    """test_errors_unparametrized_tensor_parametrization's parametrizations, in ``lib``."""
+    Module = lib.nn.Module
+
+    class Identity(Module):
+        def forward(self, x: Any) -> Any:
+            return x
+
+    class WrongNumberParams(Module):
+        def forward(self, x: Any, y: Any, z: Any) -> Any:
+            return x + y + z
+
+        def right_inverse(self, w: Any) -> Any:
+            return w, lib.zeros_like(w)
+
+    class WrongRightInverse(Identity):
+        def right_inverse(self, z: Any) -> Any:
+            return None
+
+    class WrongRightInverseSequence(Module):
+        def forward(self, x: Any, y: Any) -> Any:
+            return x
+
+        def right_inverse(self, z: Any) -> Any:
+            return None, z
+
+    class ChangeDtypeInverse(Module):
+        def forward(self, x: Any) -> Any:
+            return x.float()
+
+        def right_inverse(self, w: Any) -> Any:
+            return w.bool()
+
+    class NotTensor(Module):
+        def forward(self, x: Any) -> Any:
+            return 2
+
+    class ChangeDtype(Module):
+        def forward(self, x: Any) -> Any:
+            return x.bool()
+
+    class ChangeShape(Module):
+        def forward(self, x: Any) -> Any:
+            return x[:-1]
+
+    class ChangeDtypeMulti(Module):
+        def forward(self, x: Any, y: Any) -> Any:
+            return (x + y).bool()
+
+        def right_inverse(self, w: Any) -> Any:
+            return w, w + 1
+
+    return {"foo": ("foo", Identity()), "wrong_number": ("weight", WrongNumberParams()),
+            "wrong_inverse": ("weight", WrongRightInverse()),
+            "wrong_inverse_sequence": ("weight", WrongRightInverseSequence()),
+            "dtype_inverse": ("weight", ChangeDtypeInverse()),
+            "not_tensor": ("weight", NotTensor()), "dtype": ("weight", ChangeDtype()),
+            "shape": ("weight", ChangeShape()), "dtype_multi": ("weight", ChangeDtypeMulti())}
+
+
+@pytest.mark.parametrize("case", ["foo", "wrong_number", "wrong_inverse",
+                                  "wrong_inverse_sequence", "dtype_inverse", "not_tensor",
+                                  "dtype", "shape", "dtype_multi"])
+def test_errors_unparametrized_tensor_parametrization(case: str) -> None:
+    """The errors of test_errors_unparametrized_tensor_parametrization, type and message
+    torch's, and the module left unparametrized."""
+    expected = {"foo": (ValueError, "does not have a parameter"),
+                "wrong_number": (TypeError, "positional argument"),
+                "wrong_inverse": (ValueError, "Tensor or a Sequence of"),
+                "wrong_inverse_sequence": (ValueError, "of the sequence with type"),
+                "dtype_inverse": (ValueError, "outputs one tensor, it may not change the dtype"),
+                "not_tensor": (ValueError, "must return a tensor"),
+                "dtype": (ValueError, "may not change the dtype"),
+                "shape": (ValueError, "may not change the shape"),
+                "dtype_multi": (ValueError, "may not change the dtype")}
+    module = nn.Linear(3, 4)
+    weight_init = module.weight.clone()
+    name, param = _unparametrized_error_cases(torch)[case]
+    error, text = expected[case]
+    with pytest.raises(error, match=text):
+        parametrize.register_parametrization(module, name, param)
+    assert not parametrize.is_parametrized(module)
+    _assert_equal(module.weight, weight_init)
+    if case != "wrong_number":  # the TypeError names the class's qualified forward
+        _raises_as_torch(lambda lib: lib.nn.utils.parametrize.register_parametrization(
+            lib.nn.Linear(3, 4), *_unparametrized_error_cases(lib)[case]))
+
+
+def test_errors_unparametrized_tensor_removal() -> None:
+    module = nn.Linear(3, 4)
+    weight_init = module.weight.clone()
+    with pytest.raises(ValueError, match="does not have a parametrization"):
+        parametrize.remove_parametrizations(module, "bias")
+
+    class Sum(nn.Module):
+        def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+            return x + y
+
+        def right_inverse(self, z: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+            return z, torch.zeros_like(z)
+
+    parametrize.register_parametrization(module, "weight", Sum())
+    with pytest.raises(ValueError, match="leave_parametrized=False"):
+        parametrize.remove_parametrizations(module, "weight", leave_parametrized=False)
+    parametrize.remove_parametrizations(module, "weight", leave_parametrized=True)
+
+    class SequenceLen1(nn.Module):
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x
+
+        def right_inverse(self, w: torch.Tensor) -> tuple[torch.Tensor]:
+            return (w,)
+
+    parametrize.register_parametrization(module, "weight", SequenceLen1())
+    assert hasattr(module.parametrizations.weight, "original0")
+    assert not hasattr(module.parametrizations.weight, "original1")
+    _ = module.weight
+    assert parametrize.is_parametrized(module)
+    parametrize.remove_parametrizations(module, "weight", leave_parametrized=True)
+    assert not parametrize.is_parametrized(module)
+    _assert_equal(module.weight, weight_init)
+    _raises_as_torch(lambda lib: lib.nn.utils.parametrize.remove_parametrizations(
+        lib.nn.Linear(3, 4), "bias"))
