@@ -1382,3 +1382,252 @@ def test_errors_unparametrized_tensor_removal() -> None:
     _assert_equal(module.weight, weight_init)
     _raises_as_torch(lambda lib: lib.nn.utils.parametrize.remove_parametrizations(
         lib.nn.Linear(3, 4), "bias"))
+
+
+def _parametrized_error_cases(lib: Any) -> dict[str, Any]:
+    """test_errors_parametrized_tensor_parametrization's parametrizations, in ``lib``."""
+    Module = lib.nn.Module
+
+    class Identity(Module):
+        def forward(self, x: Any) -> Any:
+            return x
+
+    class WrongReturn(Module):
+        def forward(self, x: Any) -> Any:
+            return x, x
+
+    class ChangeDtype(Module):
+        def forward(self, x: Any) -> Any:
+            return x.bool()
+
+    class ChangeShape(Module):
+        def forward(self, x: Any) -> Any:
+            return x[:-1]
+
+    class WrongReturnInverse(Identity):
+        def right_inverse(self, x: Any) -> Any:
+            return x, x
+
+    class ChangeDtypeInverse(Identity):
+        def right_inverse(self, x: Any) -> Any:
+            return x.bool()
+
+    class ChangeShapeInverse(Identity):
+        def right_inverse(self, x: Any) -> Any:
+            return x[:-1]
+
+    return {"identity": Identity, "wrong_return": WrongReturn, "dtype": ChangeDtype,
+            "shape": ChangeShape, "wrong_return_inverse": WrongReturnInverse,
+            "dtype_inverse": ChangeDtypeInverse, "shape_inverse": ChangeShapeInverse}
+
+
+@pytest.mark.parametrize("case", ["wrong_return", "dtype", "shape", "wrong_return_inverse",
+                                  "dtype_inverse", "shape_inverse"])
+def test_errors_parametrized_tensor_parametrization(case: str) -> None:
+    expected = {"wrong_return": "must return a tensor", "dtype": "may not change the dtype",
+                "shape": "may not change the shape",
+                "wrong_return_inverse": "right_inverse must return a tensor",
+                "dtype_inverse": "must have the same dtype",
+                "shape_inverse": "must have the same shape"}
+
+    def run(lib: Any) -> Any:
+        classes = _parametrized_error_cases(lib)
+        module = lib.nn.Linear(3, 4)
+        lib.nn.utils.parametrize.register_parametrization(module, "weight",
+                                                          classes["identity"]())
+        try:
+            lib.nn.utils.parametrize.register_parametrization(module, "weight",
+                                                              classes[case]())
+        finally:
+            assert lib.nn.utils.parametrize.is_parametrized(module)
+            assert len(module.parametrizations.weight) == 1
+            assert isinstance(module.parametrizations.weight[0], classes["identity"])
+
+    with pytest.raises(ValueError, match=expected[case]):
+        run(torch)
+    _raises_as_torch(run)
+
+
+class _RankOne(nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x.unsqueeze(-1) @ y.unsqueeze(-2)
+
+    def right_inverse(self, Y: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        U, S, Vh = torch.linalg.svd(Y, full_matrices=False)
+        s0_sqrt = S[0].sqrt().unsqueeze(-1)
+        return U[..., :, 0] * s0_sqrt, Vh[..., 0, :] * s0_sqrt
+
+
+class _Double(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return 2.0 * x
+
+    def right_inverse(self, w: torch.Tensor) -> torch.Tensor:
+        return 0.5 * w
+
+
+def _two_sgd_steps(model: nn.Linear) -> None:
+    sgd = torch.optim.SGD(model.parameters(), lr=0.1)
+    for _ in range(2):
+        sgd.zero_grad()
+        (model.weight.T @ model.bias).sum().backward()
+        sgd.step()
+
+
+def test_multiple_inputs_parametrization() -> None:
+    model = nn.Linear(3, 3)
+    parametrize.register_parametrization(model, "weight", _RankOne())
+    assert hasattr(model, "parametrizations")
+    assert parametrize.is_parametrized(model, "weight")
+    assert hasattr(model.parametrizations.weight, "original0")
+    assert "original0" in model.parametrizations.weight._parameters
+    assert hasattr(model.parametrizations.weight, "original1")
+    assert "original1" in model.parametrizations.weight._parameters
+    assert not parametrize.is_parametrized(model, "bias")
+    assert "weight" not in model._parameters
+    assert torch.linalg.matrix_rank(model.weight).item() == 1
+    for round_ in range(2):
+        with pytest.raises(ValueError, match="leave_parametrized=False"):
+            parametrize.remove_parametrizations(model, "weight", leave_parametrized=False)
+        parametrize.remove_parametrizations(model, "weight", leave_parametrized=True)
+        assert not hasattr(model, "parametrizations")
+        assert model.__class__ == nn.Linear
+        assert not parametrize.is_parametrized(model)
+        assert torch.linalg.matrix_rank(model.weight).item() == 1
+        assert "weight" in model._parameters
+        if round_ == 1:  # the second removal leaves weight and bias
+            break
+        init_weight = model.weight.clone()
+        parametrize.register_parametrization(model, "weight", _RankOne())
+        _assert_equal(init_weight, model.weight, atol=1e-5, rtol=1e-5)
+        parametrize.register_parametrization(model, "weight", _Double())
+        _assert_equal(2.0 * init_weight, model.weight, atol=1e-5, rtol=1e-5)
+        assert torch.linalg.matrix_rank(model.weight).item() == 1
+        assert len(list(model.parameters())) == 3
+        _two_sgd_steps(model)
+    assert len(list(model.parameters())) == 2
+    _two_sgd_steps(model)
+
+
+def test_caching_parametrization() -> None:
+    model = nn.Linear(5, 5)
+    parametrize.register_parametrization(model, "weight", _Skew())
+    parametrize.register_parametrization(model, "weight", _Orthogonal())
+    with parametrize.cached():
+        X = model.weight
+        Y = model.weight
+        assert id(X) == id(Y)
+
+
+def test_caching_parametrization_with_transfer_parametrizations_and_params() -> None:
+    model = nn.Linear(5, 5)
+    parametrize.register_parametrization(model, "weight", _Skew())
+    parametrize.register_parametrization(model, "weight", _Orthogonal())
+    to_model = nn.Linear(5, 5)
+    parametrize.transfer_parametrizations_and_params(model, to_model)
+    with parametrize.cached():
+        X = model.weight
+        Y = model.weight
+        assert id(X) == id(Y)
+        A = to_model.weight
+        B = to_model.weight
+        assert id(A) == id(B)
+        assert id(A) != id(X)
+
+
+def test_parametrization_same_training_mode() -> None:
+    module = nn.Linear(4, 4)
+    module.eval()
+    parametrize.register_parametrization(module, "weight", _NoResize())
+    assert not module.parametrizations.weight[0].training
+    module.train()
+    parametrize.register_parametrization(module, "weight", _NoResize().eval())
+    assert module.parametrizations.weight[0].training
+    assert module.parametrizations.weight[1].training
+
+
+def test_type_before_parametrizations() -> None:
+    model = nn.Linear(5, 5)
+    original_type = type(model)
+    assert parametrize.type_before_parametrizations(model) == original_type
+    parametrize.register_parametrization(model, "weight", _NoResize())
+    assert parametrize.type_before_parametrizations(model) == original_type
+
+
+class _AddOne(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + 1.0
+
+
+class _MinusOne(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x - 1.0
+
+
+def test_deepcopy_after_parametrization() -> None:
+    class ModelWithoutDeepcopy(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = nn.Parameter(torch.tensor([1.0, 1.0, 1.0, 1.0]), requires_grad=True)
+            self.bias = nn.Parameter(torch.tensor([0.0, 0.0, 0.0, 0.0]), requires_grad=True)
+            self.attr = [1.0, 2.0, 3.0, 4.0]
+
+    class ActualModel(ModelWithoutDeepcopy):
+        def __deepcopy__(self, memo: dict[int, Any]) -> Any:
+            result = self.__new__(self.__class__)
+            memo[id(self)] = result
+            result.__dict__ = copy.deepcopy(self.__dict__, memo)
+            return result
+
+    def check_deepcopy(m1: Any, m2: Any) -> None:
+        w1 = m1.parametrizations.weight.original
+        w2 = m2.parametrizations.weight.original
+        b1 = (m1.parametrizations.bias.original if parametrize.is_parametrized(m1, "bias")
+              else m1.bias)
+        b2 = (m2.parametrizations.bias.original if parametrize.is_parametrized(m2, "bias")
+              else m2.bias)
+        assert m1.__dict__.keys() == m2.__dict__.keys()
+        assert m1 is not m2
+        _assert_equal(w1, w2)
+        assert w1 is not w2
+        _assert_equal(b1, b2)
+        assert b1 is not b2
+        assert m1.attr == m2.attr
+        assert m1.attr is not m2.attr
+
+    for model in (ModelWithoutDeepcopy(), ActualModel()):
+        parametrize.register_parametrization(model, "weight", _AddOne())
+        check_deepcopy(model, copy.deepcopy(model))
+        parametrize.register_parametrization(model, "bias", _AddOne())
+        check_deepcopy(model, copy.deepcopy(model))
+        parametrize.register_parametrization(model, "weight", _AddOne())
+        check_deepcopy(model, copy.deepcopy(model))
+
+
+def test_transfer_parametrizations_and_params() -> None:
+    """(torch's target is torch.ao.nn.qat.Linear: quantization is out of scope; a plain
+    Linear takes its place.)"""
+    model = nn.Linear(5, 5)
+    parametrize.register_parametrization(model, "weight", _AddOne())
+    parametrize.register_parametrization(model, "weight", _Double())
+    parametrize.register_parametrization(model, "weight", _MinusOne())
+    hold_weight = model.weight
+    to_model = nn.Linear(5, 5)
+    parametrize.transfer_parametrizations_and_params(model, to_model)
+    assert parametrize.is_parametrized(to_model, "weight")
+    _assert_equal(model.weight, to_model.weight)
+    _assert_equal(model.parametrizations.weight.original,
+                  to_model.parametrizations.weight.original)
+    _assert_equal(hold_weight, model.weight)
+    parametrize.remove_parametrizations(to_model, "weight")
+    assert not parametrize.is_parametrized(to_model, "weight")
+    assert parametrize.is_parametrized(model, "weight")
+    model.test_param = nn.Parameter(torch.randn(5, 5))
+    assert not hasattr(to_model, "test_param")
+    parametrize.register_parametrization(model, "test_param", _Double())
+    hold_test_param = model.test_param
+    parametrize.transfer_parametrizations_and_params(model, to_model, "test_param")
+    _assert_equal(model.test_param, to_model.test_param)
+    _assert_equal(model.parametrizations.test_param.original,
+                  to_model.parametrizations.test_param.original)
+    _assert_equal(hold_test_param, model.test_param)
