@@ -1631,3 +1631,163 @@ def test_transfer_parametrizations_and_params() -> None:
     _assert_equal(model.parametrizations.test_param.original,
                   to_model.parametrizations.test_param.original)
     _assert_equal(hold_test_param, model.test_param)
+
+
+def test_transfer_parametrizations_and_params_single_param() -> None:
+    model = nn.Linear(5, 5, bias=True)
+    for name in ("weight", "bias"):
+        for p in (_AddOne(), _Double(), _MinusOne()):
+            parametrize.register_parametrization(model, name, p)
+    to_model = nn.Linear(5, 5, bias=True)
+    parametrize.transfer_parametrizations_and_params(model, to_model, "weight")
+    _assert_equal(model.weight, to_model.weight)
+    _assert_equal(model.parametrizations.weight.original,
+                  to_model.parametrizations.weight.original)
+    assert "bias" not in to_model.parametrizations
+
+
+def test_transfer_parametrizations_and_params_many_to_one() -> None:
+    model = nn.Linear(3, 3)
+    parametrize.register_parametrization(model, "weight", _RankOne())
+    parametrize.register_parametrization(model, "weight", _Double())
+    hold_weight = model.weight
+    to_model = nn.Linear(3, 3)
+    parametrize.transfer_parametrizations_and_params(model, to_model)
+    assert parametrize.is_parametrized(to_model, "weight")
+    _assert_equal(model.weight, to_model.weight)
+    for name in ("original0", "original1"):
+        _assert_equal(getattr(model.parametrizations.weight, name),
+                      getattr(to_model.parametrizations.weight, name))
+    _assert_equal(hold_weight, model.weight)
+    model.test_param = nn.Parameter(torch.randn(3, 3))
+    assert not hasattr(to_model, "test_param")
+    parametrize.register_parametrization(model, "test_param", _RankOne())
+    hold_test_param = model.test_param
+    parametrize.transfer_parametrizations_and_params(model, to_model, "test_param")
+    _assert_equal(model.test_param, to_model.test_param)
+    for name in ("original0", "original1"):
+        _assert_equal(getattr(model.parametrizations.test_param, name),
+                      getattr(to_model.parametrizations.test_param, name))
+    _assert_equal(hold_test_param, model.test_param)
+
+
+def test_new_spectral_norm() -> None:
+    """(DataParallel over two GPUs: out of scope; the CPU half runs, in float64 as torch's
+    set_default_dtype(torch.double).)"""
+    old = torch.get_default_dtype()
+    torch.set_default_dtype(torch.double)
+    try:
+        _new_spectral_norm_body()
+    finally:
+        torch.set_default_dtype(old)
+
+
+def _new_spectral_norm_body() -> None:
+    sn = nn.utils.parametrizations.spectral_norm
+    m = sn(nn.Linear(5, 7))
+    spectral_norm_m = m.parametrizations.weight[0]
+    assert spectral_norm_m._u.size() == torch.Size([m.weight.size(0)])
+    assert hasattr(m.parametrizations.weight, "original")
+    assert "original" in m.parametrizations.weight._parameters
+    assert "_u" in spectral_norm_m._buffers and "_v" in spectral_norm_m._buffers
+    assert m.weight is not None
+    assert "weight" not in m._buffers and "weight" not in m._parameters
+    assert m.parametrizations.weight.original.size() == m.weight.size()
+    assert m.parametrizations.weight.original.stride() == m.weight.stride()
+    m = parametrize.remove_parametrizations(m, "weight")
+    assert not hasattr(m, "parametrizations")
+    assert "weight" in m._parameters
+    m = sn(sn(sn(m, "weight"), "weight"), "bias")
+    m = parametrize.remove_parametrizations(m, "bias")
+    assert "bias" in m._parameters
+    assert hasattr(m, "parametrizations")
+    assert "weight" not in m._parameters
+    m = parametrize.remove_parametrizations(m, "weight")
+    assert not hasattr(m, "parametrizations")
+    assert "weight" in m._parameters
+    assert not parametrize.is_parametrized(m)
+
+    for requires_grad in (True, False):
+        def get_modules() -> tuple[Any, Any]:
+            m = nn.Linear(3, 4)
+            m.weight.requires_grad_(requires_grad)
+            m = sn(m)
+            return m, m.parametrizations.weight[0]
+
+        input = torch.randn(2, 3)
+        m, spectral_norm_m = get_modules()
+        u0, v0 = spectral_norm_m._u.clone(), spectral_norm_m._v.clone()
+        opt = torch.optim.SGD(m.parameters(), lr=0.1)
+        opt.zero_grad()
+        m(input).sum().backward()
+        opt.step()
+        out = m(input)
+        if requires_grad:
+            assert _not_equal(u0, spectral_norm_m._u)
+            assert _not_equal(v0, spectral_norm_m._v)
+            torch.autograd.grad(out.sum(), m.parametrizations.weight.original)
+        saved_u, saved_v = spectral_norm_m._u.clone(), spectral_norm_m._v.clone()
+
+        def fn(input: torch.Tensor) -> torch.Tensor:
+            spectral_norm_m._u.data.copy_(saved_u)
+            spectral_norm_m._v.data.copy_(saved_v)
+            return m(input) + m(input)
+
+        fn(input.clone().requires_grad_()).sum().backward()
+        assert torch.autograd.gradcheck(fn, (input.clone().requires_grad_(),),
+                                        check_batched_grad=False)
+
+        m, _ = get_modules()
+        pre_remove_out = m(input)
+        m.eval()
+        m = parametrize.remove_parametrizations(m, "weight")
+        _assert_equal(m(input), pre_remove_out)
+        sn(m)
+        for _ in range(3):
+            pre_remove_out = m(input)
+        m.eval()
+        m = parametrize.remove_parametrizations(m, "weight")
+        _assert_equal(m(input), pre_remove_out)
+
+        m, spectral_norm_m = get_modules()
+        m(input)
+        last_train_out = m(input)
+        last_train_u, last_train_v = spectral_norm_m._u.clone(), spectral_norm_m._v.clone()
+        m.zero_grad()
+        m.eval()
+        eval_out0 = m(input)
+        _assert_equal(eval_out0, last_train_out)
+        _assert_equal(eval_out0, m(input))
+        _assert_equal(last_train_u, spectral_norm_m._u)
+        _assert_equal(last_train_v, spectral_norm_m._v)
+        saved_u, saved_v = spectral_norm_m._u.clone(), spectral_norm_m._v.clone()
+
+        def fn_modes(input: torch.Tensor) -> torch.Tensor:
+            spectral_norm_m._u.data.copy_(saved_u)
+            spectral_norm_m._v.data.copy_(saved_v)
+            outs = []
+            for train in (True, False, True, False):
+                m.train(train)
+                outs.append(m(input))
+            return outs[0] + outs[1] + outs[2] + outs[3]
+
+        assert torch.autograd.gradcheck(fn_modes, (input.clone().requires_grad_(),))
+        if requires_grad:
+            assert torch.autograd.gradcheck(lambda weight: m(input),
+                                            (m.parametrizations.weight.original,))
+
+
+def test_register_parametrization_no_grad() -> None:
+    class SplitAndCat(nn.Module):
+        def right_inverse(self, x: torch.Tensor) -> Any:
+            return torch.split(x, x.shape[1] // 2)
+
+        def forward(self, x0: torch.Tensor, x1: torch.Tensor) -> torch.Tensor:
+            return torch.cat([x0, x1])
+
+    model = nn.Linear(8, 8)
+    model.weight.requires_grad = False
+    parametrize.register_parametrization(model, "weight", SplitAndCat())
+    assert not model.weight.requires_grad
+    assert not model.parametrizations.weight.original0.requires_grad
+    assert not model.parametrizations.weight.original1.requires_grad
