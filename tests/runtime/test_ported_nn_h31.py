@@ -1791,3 +1791,182 @@ def test_register_parametrization_no_grad() -> None:
     assert not model.weight.requires_grad
     assert not model.parametrizations.weight.original0.requires_grad
     assert not model.parametrizations.weight.original1.requires_grad
+
+
+def test_new_spectral_norm_load_state_dict() -> None:
+    for activate_times in (0, 3):
+        inp = torch.randn(2, 3)
+        snm = nn.utils.parametrizations.spectral_norm(nn.Linear(3, 5))
+        snm.train()
+        for _ in range(activate_times):
+            snm(inp)
+        state_dict = copy.deepcopy(snm.state_dict())
+        assert set(state_dict.keys()) == {"parametrizations.weight.original", "bias",
+                                          "parametrizations.weight.0._v",
+                                          "parametrizations.weight.0._u"}
+        non_strict = copy.deepcopy(state_dict)
+        non_strict["nonsense"] = "nonsense"
+        with pytest.raises(RuntimeError, match=r'Unexpected key\(s\) in state_dict: "nonsense"'):
+            snm.load_state_dict(non_strict, strict=True)
+        snm.load_state_dict(non_strict, strict=False)
+        for key in ("parametrizations.weight.original", "parametrizations.weight.0._u",
+                    "parametrizations.weight.0._v"):
+            del non_strict[key]
+            snm.load_state_dict(non_strict, strict=False)
+        non_strict["weight"] = snm.weight.detach().clone()
+        snm.load_state_dict(non_strict, strict=False)
+        del non_strict._metadata["parametrizations.weight.0"]
+        snm.load_state_dict(non_strict, strict=False)
+        del non_strict["weight"]
+        snm.load_state_dict(non_strict, strict=False)
+        del non_strict["bias"]
+        snm.load_state_dict(non_strict, strict=False)
+
+        def rewrapped(snm: Any) -> Any:
+            m = parametrize.remove_parametrizations(snm, "weight")
+            return nn.utils.parametrizations.spectral_norm(m)
+
+        def outputs(snm: Any) -> list[torch.Tensor]:
+            with torch.no_grad():
+                outs = []
+                for train in (False, True, True, False):
+                    snm.train(train)
+                    outs.append(snm(inp))
+            return outs
+
+        snm = rewrapped(snm)
+        snm.load_state_dict(state_dict)
+        want = outputs(snm)
+        snm = rewrapped(snm)
+        snm.load_state_dict(state_dict)
+        for got, w in zip(outputs(snm), want, strict=True):
+            _assert_equal(got, w)
+
+
+def test_new_spectral_norm_dim() -> None:
+    inp = torch.randn(2, 3, 10, 12)
+    m = nn.utils.parametrizations.spectral_norm(nn.ConvTranspose2d(3, 4, (5, 6)))
+    snm = m.parametrizations.weight[0]
+    m(inp)
+    assert snm._u.shape == m.parametrizations.weight.original[0, :, 0, 0].shape
+
+
+def test_new_spectral_norm_forward() -> None:
+    input = torch.randn(3, 5)
+    m = nn.utils.parametrizations.spectral_norm(nn.Linear(5, 7))
+    snm = m.parametrizations.weight[0]
+    _weight = m.parametrizations.weight.original
+    _bias, _v = m.bias, snm._v
+    _weight_mat = _weight.view(_weight.size(0), -1)
+    _u = F.normalize(torch.mv(_weight_mat, _v), dim=0, eps=1e-12)
+    _v = F.normalize(torch.mv(_weight_mat.t(), _u), dim=0, eps=1e-12)
+    _weight.data /= torch.dot(_u, torch.matmul(_weight_mat, _v))
+    out_hat = F.linear(input, _weight, _bias)
+    _assert_equal(m(input), out_hat)
+
+
+def test_new_spectral_norm_value() -> None:
+    """(torch.cfloat: complex dtypes are out of scope.)"""
+    m = nn.Linear(2, 2, dtype=torch.float)
+    with torch.no_grad():
+        x = torch.diagonal(m.weight)
+        m.weight = nn.Parameter(torch.diag(x))
+        nn.utils.parametrizations.spectral_norm(m)
+        _assert_equal(m.weight.data, torch.diag(x / x.abs().max()))
+
+
+def test_orthogonal_parametrization() -> None:
+    """(complex64 and the Conv2d branch torch's test skips: complex is out of scope.)"""
+    def assert_is_orthogonal(X: torch.Tensor) -> None:
+        n, k = X.size(-2), X.size(-1)
+        if n < k:
+            X = X.mT
+            n, k = k, n
+        Id = torch.eye(k, dtype=X.dtype).expand(*(X.size()[:-2]), k, k)
+        eps = 10 * n * torch.finfo(X.dtype).eps
+        torch.testing.assert_close(X.mH @ X, Id, atol=eps, rtol=0.0)
+
+    def assert_weight_allclose_Q(weight: torch.Tensor, W: torch.Tensor) -> None:
+        wide_matrix = W.size(-2) < W.size(-1)
+        if wide_matrix:
+            W = W.mT
+        Q, R = torch.linalg.qr(W)
+        Q *= R.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
+        if wide_matrix:
+            Q = Q.mT
+        torch.testing.assert_close(Q, weight, atol=1e-5, rtol=0.0)
+
+    for shape in ((4, 4), (5, 3), (3, 5)):
+        input = torch.randn(3, shape[0])
+        for parametrization, use_trivialization in itertools.product(
+                ("matrix_exp", "cayley", "householder"), (False, True)):
+            can_initialize = use_trivialization or parametrization == "householder"
+            m = nn.Linear(*shape)
+            w_init = m.weight.clone()
+            wide_matrix = w_init.size(-2) < w_init.size(-1)
+            nn.utils.parametrizations.orthogonal(m, "weight", parametrization,
+                                                 use_trivialization=use_trivialization)
+            assert w_init.shape == m.weight.shape
+            assert_is_orthogonal(m.weight)
+            if can_initialize:
+                assert_weight_allclose_Q(m.weight, w_init)
+            X = torch.randn_like(m.weight)
+            if wide_matrix:
+                X = X.mT
+            w_new = torch.linalg.qr(X).Q
+            if wide_matrix:
+                w_new = w_new.mT
+            msg = "assign to the matrix exponential or the Cayley parametrization"
+            if can_initialize:
+                m.weight = w_new
+                torch.testing.assert_close(w_new, m.weight, atol=1e-5, rtol=0.0)
+            else:
+                with pytest.raises(NotImplementedError, match=msg):
+                    m.weight = w_new
+            w_new = torch.randn_like(m.weight)
+            if can_initialize:
+                m.weight = w_new
+                assert_weight_allclose_Q(m.weight, w_new)
+            else:
+                with pytest.raises(NotImplementedError, match=msg):
+                    m.weight = w_new
+            opt = torch.optim.SGD(m.parameters(), lr=0.1)
+            for _ in range(2):
+                opt.zero_grad()
+                m(input).norm().backward()
+                grad = m.parametrizations.weight.original.grad
+                assert grad is not None
+                zeros_grad = grad.triu(1) if grad.size(-2) >= grad.size(-1) else grad.tril(-1)
+                _assert_equal(zeros_grad, torch.zeros_like(zeros_grad))
+                diag_grad = grad.diagonal(dim1=-2, dim2=-1)
+                _assert_equal(diag_grad, torch.zeros_like(diag_grad))
+                opt.step()
+                assert_is_orthogonal(m.weight)
+
+
+def test_orthogonal_errors() -> None:
+    m = nn.Linear(3, 4)
+    with pytest.raises(ValueError, match="has to be one of"):
+        nn.utils.parametrizations.orthogonal(m, "weight", "foo")
+    with pytest.raises(ValueError, match="Expected a matrix"):
+        nn.utils.parametrizations.orthogonal(m, "bias")
+    nn.utils.parametrizations.orthogonal(m, "weight")
+    with pytest.raises(ValueError, match="matrices of shape"):
+        m.weight = torch.randn(5, 5)
+    parametrize.remove_parametrizations(m, "weight")
+
+
+def test_weight_norm_state_dict_compat() -> None:
+    m = nn.utils.weight_norm(nn.Linear(4, 5))
+    old_dict = m.state_dict()
+    m2 = nn.utils.parametrizations.weight_norm(nn.Linear(4, 5))
+    m2.load_state_dict(old_dict)
+    input = torch.randn(3, 4)
+    _assert_equal(m(input), m2(input))
+
+
+def test_weight_norm_deepcopy() -> None:
+    m = nn.utils.parametrizations.weight_norm(nn.Linear(4, 5))
+    m2 = copy.deepcopy(m)
+    input = torch.randn(3, 4)
+    _assert_equal(m(input), m2(input))
