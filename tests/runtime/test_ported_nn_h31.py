@@ -13,11 +13,21 @@ dynamo, nested tensors and the fused fast paths of MultiheadAttention /
 TransformerEncoderLayer (only their math equivalence is checked), meta device, forward-mode
 AD, and pickling of whole modules. Memory formats (test_to_memory_format: channels_last) are
 left out as an implementation detail (storage here is row-major). ``Tensor.type()`` names
-are ``runtime.*Tensor`` here, compared as ``torch.*Tensor``.
+are ``runtime.*Tensor`` here, compared as ``torch.*Tensor``. test_parametrization's @swap
+(torch.__future__'s swap_tensors conversion) has no counterpart: each test runs once; its
+TwoTensor wrapper-subclass test is left out (tensor subclasses), torch.ao.nn.qat.Linear
+targets are plain Linear (quantization), and DataParallel over two GPUs is left out.
+
+Where torch's test compares against literal numbers or a numpy reference that torch itself
+produced, the port often compares against torch's CPU result for the same inputs and
+weights instead (named in each test), keeping some literal references as anchors; error
+checks compare the exception type and message with torch's where the test builds the same
+failing call in both libraries (``_raises_as_torch``).
 """
 
 from __future__ import annotations
 
+import copy
 import itertools
 import random
 from typing import Any
@@ -27,6 +37,7 @@ import pytest
 import runtime as torch
 import runtime.nn as nn
 import runtime.nn.functional as F
+import runtime.nn.utils.parametrize as parametrize
 import runtime.nn.utils.rnn as rnn_utils
 
 
@@ -539,7 +550,7 @@ def test_RNN_cpu_vs_torch(module: str) -> None:
     rng = np.random.default_rng(0)
     out_size = extra.get("proj_size", hidden_size)
     for bias, bidirectional, batch_first, variable_len in [
-            (True, False, False, False), (False, True, True, True), (True, True, False, True)]:
+            (True, False, False, False), (False, True, True, True)]:
         kwargs = dict(input_size=input_size, hidden_size=hidden_size, num_layers=num_layers,
                       bias=bias, bidirectional=bidirectional, batch_first=batch_first, **extra)
         dirs = 2 if bidirectional else 1
@@ -670,7 +681,8 @@ def test_transformer_layers_deterministic(kind: str, activation: str) -> None:
     real = pytest.importorskip("torch")
     np = pytest.importorskip("numpy")
     configs = [(False, 0, False), (True, 0, False), (False, 2, False), (True, 3, True)]
-    for batch_first, layers, norm in configs if activation == "relu" else configs[1::2]:
+    chosen = {"relu": configs, "gelu": configs[1::2], "F.gelu": configs[2:3]}[activation]
+    for batch_first, layers, norm in chosen:
         def run(lib: Any) -> list[Any]:
             act = ((lib.nn.functional.gelu if activation == "F.gelu" else activation))
             with lib.no_grad():  # forward values only: no graph to record (cheaper)
@@ -703,7 +715,7 @@ def test_Transformer_cell() -> None:
 
 
 def test_transformer_args_check() -> None:
-    d_model, nhead, num_enc, num_dec, dim_ff, dropout = 16, 4, 2, 3, 9, 0.3
+    d_model, nhead, num_enc, num_dec, dim_ff, dropout = 8, 2, 1, 1, 9, 0.3  # smaller
     bsz, seq_len, tgt_len, wrong_bsz, wrong_d_model, wrong_nhead = 3, 7, 5, 7, 7, 5
 
     def test(encoder_input_shape: tuple[int, ...], decoder_input_shape: tuple[int, ...],
@@ -990,10 +1002,6 @@ def test_linear_bias_of_another_dtype_as_torch(transposed: bool, dims: int) -> N
 # --- test/nn/test_parametrization.py --------------------------------------------------------
 # (@swap([True, False]): the swap_tensors conversion path is a torch.__future__ flag with no
 # counterpart here; each test runs once, on the default path.)
-
-import copy  # noqa: E402
-
-import runtime.nn.utils.parametrize as parametrize  # noqa: E402
 
 
 class _Skew(nn.Module):
@@ -1970,3 +1978,27 @@ def test_weight_norm_deepcopy() -> None:
     m2 = copy.deepcopy(m)
     input = torch.randn(3, 4)
     _assert_equal(m(input), m2(input))
+
+
+def test_weight_norm_parametrization() -> None:
+    """TestNNParametrizationDevice on the CPU, float32 and bfloat16. (The TwoTensor wrapper
+    subclass test before it: tensor subclasses are out of scope.)"""
+    for dtype in [torch.float, torch.bfloat16]:
+        input = torch.randn(3, 4, dtype=dtype)
+        m = nn.Linear(4, 5, dtype=dtype)
+        expected_output = m(input)
+        m = nn.utils.parametrizations.weight_norm(m)
+        assert m.parametrizations.weight.original1.size() == m.weight.size()
+        assert m.parametrizations.weight.original0.size() == (5, 1)
+        _assert_equal(m(input), expected_output)
+        parametrize.remove_parametrizations(m, "weight")
+        assert not hasattr(m, "parametrizations")
+        _assert_equal(m(input), expected_output)
+        m = nn.utils.parametrizations.weight_norm(m, dim=1)
+        assert m.parametrizations.weight.original1.size() == m.weight.size()
+        assert m.parametrizations.weight.original0.size() == (1, 4)
+        _assert_equal(m(input), expected_output)
+        m = nn.Linear(4, 5, dtype=dtype)
+        expected_output = m(input)
+        m = nn.utils.parametrizations.weight_norm(m, dim=None)
+        _assert_equal(m(input), expected_output)
