@@ -217,6 +217,8 @@ class RNNBase(Module):
         another, step t the first ``batch_sizes[t]`` sequences) and so is the output: a step
         updates the hidden state of those rows only, so each row's h_n is its own last
         step's (its first, reversed), and a reversed row starts from h0 when it begins."""
+        if batch_sizes is None and input.shape[0] == 0:  # PyTorch's kernel, after the checks
+            raise RuntimeError("Expected sequence length to be larger than 0 in RNN")
         directions = 2 if self.bidirectional else 1
         per = self._per_direction
         names = self._flat_weights_names

@@ -2002,3 +2002,95 @@ def test_weight_norm_parametrization() -> None:
         expected_output = m(input)
         m = nn.utils.parametrizations.weight_norm(m, dim=None)
         _assert_equal(m(input), expected_output)
+
+
+# --- test/test_nn.py: RNN dropout and sizes (their cudnn-gated tests, on the CPU) ----------
+
+
+def test_RNN_dropout() -> None:
+    """cuDNN puts dropout between the layers; so does the CPU path. (One RNN whose dropout
+    is set for each p, where torch's makes one per case: the same weights, all ones.)"""
+    rnn = nn.RNN(10, 1000, 2, bias=False, nonlinearity="relu", dtype=torch.double)
+    for w in (rnn.weight_ih_l0, rnn.weight_hh_l0, rnn.weight_ih_l1, rnn.weight_hh_l1):
+        w.data.fill_(1)
+    for p in (0, 0.276, 0.731, 1):
+        for train in (True, False):
+            rnn.dropout = p
+            rnn.train(train)
+            output, hy = rnn(torch.ones(1, 1, 10, dtype=torch.double),
+                             torch.zeros(2, 1, 1000, dtype=torch.double))
+            assert output.data.min().item() == output.data.max().item()
+            output_val = output.data[0][0][0].item()
+            if p == 0 or not train:
+                assert output_val == 10000
+            elif p == 1:
+                assert output_val == 0
+            else:
+                assert 8000 < output_val < 12000
+                denorm_mod = (output_val * (1 - p)) % 10
+                assert min(denorm_mod, 10 - denorm_mod) < 1e-2
+            assert hy[0].data.min().item() == hy[0].data.max().item()
+            assert hy[1].data.min().item() == hy[1].data.max().item()
+            assert hy.data[0][0][0].item() == 10
+            assert hy.data[1][0][0].item() == output_val
+
+
+def test_error_RNN_seq_len_zero() -> None:
+    for module in ("RNN", "LSTM", "GRU"):
+        for bidirectional in [True, False]:
+            rnn = getattr(nn, module)(5, 6, bidirectional=bidirectional)
+            with pytest.raises(RuntimeError, match="Expected sequence length to be larger "
+                                                   "than 0 in RNN"):
+                rnn(torch.ones(0, 10, 5))
+            _raises_as_torch(lambda lib, m=module, b=bidirectional: getattr(lib.nn, m)(
+                5, 6, bidirectional=b)(lib.ones(0, 10, 5)))
+
+
+def test_RNN_input_size_zero() -> None:
+    for module in (nn.RNN, nn.LSTM, nn.GRU):
+        outs = module(input_size=3, hidden_size=4)(torch.zeros((5, 0, 3)))
+        assert outs[0].shape == torch.Size([5, 0, 4])
+        outs[0].sum().backward()
+
+
+def test_RNN_dropout_state() -> None:
+    """(torch pickles the whole RNN for its third output: a deepcopy stands in.)"""
+    for p in (0, 0.1234):
+        for train in (True, False):
+            rnn = nn.RNN(20, 20, 2, bias=False, dropout=p, nonlinearity="relu")
+            rnn.train(train)
+            input, hx = torch.rand(1, 1, 20), torch.rand(2, 1, 20)
+            output1, hy1 = rnn(input, hx)
+            output2, hy2 = rnn(input, hx)
+            rnn2 = copy.deepcopy(rnn)
+            rnn2.flatten_parameters()
+            output3, hy3 = rnn2(input, hx)
+            same = p == 0 or not train
+            for a, b in ((output1, output2), (output1, output3), (hy1, hy2), (hy1, hy3)):
+                assert torch.equal(a, b) is same
+
+
+def test_RNN_change_dropout() -> None:
+    for train in (True, False):
+        rnn = nn.RNN(20, 20, 2, dropout=0, nonlinearity="relu", dtype=torch.double)
+        input = torch.rand(3, 2, 20, dtype=torch.double)
+        rnn.train(train)
+        prev_output = None
+        for p in (0, 0.5, 0, 0.7, 0.2, 1, 0.2, 0):
+            rnn.dropout = p
+            output1, hy1 = rnn(input)
+            output2, hy2 = rnn(input)
+            if p == 0 or p == 1 or not train:
+                _assert_equal(output1, output2)
+                _assert_equal(hy1, hy2)
+            else:
+                assert _not_equal(output1, output2)
+                assert _not_equal(hy1, hy2)
+            if prev_output is not None:
+                if not train:
+                    _assert_equal(output1.data, prev_output)
+                    _assert_equal(output2.data, prev_output)
+                else:
+                    assert _not_equal(output1.data, prev_output)
+                    assert _not_equal(output2.data, prev_output)
+            prev_output = output1.data
