@@ -2094,3 +2094,65 @@ def test_RNN_change_dropout() -> None:
                     assert _not_equal(output1.data, prev_output)
                     assert _not_equal(output2.data, prev_output)
             prev_output = output1.data
+
+
+# --- test/test_nn.py (TestNNDeviceType, CPU): empty inputs of the Transformer modules -------
+
+
+def _check_empty(module: Any, inputs: list[torch.Tensor], inference: bool = False) -> None:
+    """_test_module_empty_input(s) with check_size=False: the output is empty and its
+    backward leaves zero (empty) gradients."""
+    out = module(*inputs)
+    if inference:
+        return
+    out.sum().backward()
+    for t in inputs:
+        if t.requires_grad:
+            _assert_equal(t.grad, torch.zeros_like(t))
+    for p in module.parameters():
+        if p.grad is not None:
+            _assert_equal(p.grad, torch.zeros_like(p))
+
+
+def _layer_args() -> dict[str, Any]:
+    # torch's d_model=512, nhead=8: smaller, same shapes of emptiness
+    return {"d_model": 16, "nhead": 4, "dim_feedforward": 32, "dtype": torch.double}
+
+
+def test_TransformerEncoderLayer_empty() -> None:
+    for training in (True, False):
+        for batch_first, input_shape in [(True, (0, 10, 16)), (False, (10, 0, 16))]:
+            input = torch.rand(*input_shape, dtype=torch.double, requires_grad=training)
+            layer = nn.TransformerEncoderLayer(batch_first=batch_first, **_layer_args())
+            if not training:
+                layer = layer.eval()
+                with torch.no_grad():
+                    _check_empty(layer, [input], inference=True)
+            else:
+                _check_empty(layer, [input])
+
+
+def test_TransformerEncoder_empty() -> None:
+    for batch_first, input_shape in [(True, (0, 10, 16)), (False, (10, 0, 16))]:
+        input = torch.rand(*input_shape, dtype=torch.double, requires_grad=True)
+        layer = nn.TransformerEncoderLayer(batch_first=batch_first, **_layer_args())
+        _check_empty(nn.TransformerEncoder(layer, num_layers=2, enable_nested_tensor=False),
+                     [input])
+
+
+def test_TransformerDecoder_empty() -> None:
+    for batch_first, memory_shape, tgt_shape in [(True, (0, 10, 16), (0, 20, 16)),
+                                                 (False, (10, 0, 16), (20, 0, 16))]:
+        memory = torch.rand(*memory_shape, dtype=torch.double)
+        tgt = torch.rand(*tgt_shape, requires_grad=True, dtype=torch.double)
+        layer = nn.TransformerDecoderLayer(batch_first=batch_first, **_layer_args())
+        _check_empty(layer, [tgt, memory])
+        _check_empty(nn.TransformerDecoder(layer, num_layers=2), [tgt, memory])
+
+
+def test_Transformer_empty() -> None:
+    model = nn.Transformer(d_model=16, nhead=4, num_encoder_layers=2, num_decoder_layers=2,
+                           dim_feedforward=32, dtype=torch.double)
+    src = torch.rand(10, 0, 16, requires_grad=True, dtype=torch.double)
+    tgt = torch.rand(20, 0, 16, requires_grad=True, dtype=torch.double)
+    _check_empty(model, [src, tgt])
