@@ -2156,3 +2156,71 @@ def test_Transformer_empty() -> None:
     src = torch.rand(10, 0, 16, requires_grad=True, dtype=torch.double)
     tgt = torch.rand(20, 0, 16, requires_grad=True, dtype=torch.double)
     _check_empty(model, [src, tgt])
+
+
+# --- test/test_nn.py (TestNNDeviceType, CPU): RNN gradients ---------------------------------
+
+
+def test_rnn_retain_variables() -> None:
+    for rnn in [nn.LSTM(5, 6, num_layers=2, dtype=torch.double),
+                nn.GRU(5, 6, num_layers=2, dtype=torch.double),
+                nn.RNN(5, 6, num_layers=2, dtype=torch.double)]:  # torch's 10, 20: smaller
+        input = torch.randn(5, 6, 5, dtype=torch.double, requires_grad=True)
+        output = rnn(input)
+        output[0].sum().backward(retain_graph=True)
+        grads = [input.grad.data.clone()] + [p.grad.data.clone() for p in rnn.parameters()]
+        for _ in range(2):
+            rnn.zero_grad()
+            input.grad.data.zero_()
+            output[0].sum().backward(retain_graph=True)
+            _assert_equal(grads, [input.grad.data] + [p.grad.data for p in rnn.parameters()])
+
+
+def test_lstmcell_backward_only_one_output_grad() -> None:
+    """(onlyCUDA in torch; the CPU path has the same undefined-gradient case.)"""
+    cell = nn.LSTMCell(2, 3, dtype=torch.double)
+    s = torch.randn(1, 2, dtype=torch.double, requires_grad=True)
+    for i in range(2):
+        cell(s)[i].sum().backward()
+        assert s.grad is not None and s.grad.abs().sum().item() != 0
+
+
+@pytest.mark.parametrize("module", ["LSTM", "GRU"])
+def test_rnn_grad_and_gradgrad(module: str) -> None:
+    """test_LSTM_grad_and_gradgrad / test_GRU_grad_and_gradgrad (_test_rnn_mod)."""
+    hsize = 3  # torch's 4
+    inp = torch.rand(1, 3, hsize, dtype=torch.double, requires_grad=True)
+    for bias in [True, False]:
+        mod = getattr(nn, module)(hsize, hsize, bias=bias, dtype=torch.double)
+
+        def flatten_out(inp: torch.Tensor, mod: Any = mod) -> tuple[torch.Tensor, ...]:
+            out = mod(inp)
+            return tuple(t if isinstance(t, torch.Tensor) else tt for t in out for tt in t)
+
+        assert torch.autograd.gradcheck(flatten_out, (inp,), check_batched_grad=False)
+        assert torch.autograd.gradgradcheck(flatten_out, (inp,), check_batched_grad=False)
+
+
+def test_LSTM_differentiable_backward() -> None:
+    """test_LSTM_differentiable_backward_using_oneDNN without oneDNN: the double backward of
+    a deep LSTM's input gradient, against torch's (torch's 20 layers, batch 10, sequence 12:
+    4 layers, smaller)."""
+    real = pytest.importorskip("torch")
+
+    def run(lib: Any, state: dict[str, Any] | None, x: Any) -> tuple[Any, ...]:
+        net = lib.nn.LSTM(3, 3, 4, batch_first=True)
+        if state is not None:
+            net.load_state_dict({k: lib.tensor(v) for k, v in state.items()})
+        x1 = lib.tensor(x, requires_grad=True)
+        out1, _ = net(x1)
+        der = lib.autograd.grad(out1, x1, grad_outputs=lib.ones_like(out1), retain_graph=True,
+                                create_graph=True)[0]
+        der.sum().backward(retain_graph=True)
+        return der.detach().numpy(), x1.grad.numpy(), net
+
+    x = torch.rand(3, 4, 3).numpy()
+    want_der, want_grad, net = run(real, None, x)
+    state = {k: v.detach().numpy() for k, v in net.state_dict().items()}
+    got_der, got_grad, _ = run(torch, state, x)
+    _assert_equal(torch.tensor(got_der), torch.tensor(want_der), atol=1e-5, rtol=1e-4)
+    _assert_equal(torch.tensor(got_grad), torch.tensor(want_grad), atol=1e-5, rtol=1e-4)
