@@ -2224,3 +2224,28 @@ def test_LSTM_differentiable_backward() -> None:
     got_der, got_grad, _ = run(torch, state, x)
     _assert_equal(torch.tensor(got_der), torch.tensor(want_der), atol=1e-5, rtol=1e-4)
     _assert_equal(torch.tensor(got_grad), torch.tensor(want_grad), atol=1e-5, rtol=1e-4)
+
+
+@pytest.mark.parametrize("kind", ["encoder", "decoder"])
+def test_transformer_layer_norm_first_and_no_bias(kind: str) -> None:
+    """The norm_first and bias=False layers of test_transformerencoder(layer)'s device-type
+    variants, with torch's CPU output as the reference (cos weights, padding masks)."""
+    real = pytest.importorskip("torch")
+    np = pytest.importorskip("numpy")
+
+    def run(lib: Any, norm_first: bool, bias: bool) -> Any:
+        cls = lib.nn.TransformerEncoderLayer if kind == "encoder" else \
+            lib.nn.TransformerDecoderLayer
+        layer = _cos_weights(cls(4, 2, 16, 0.0, "gelu", batch_first=True, norm_first=norm_first,
+                                 bias=bias), lib)
+        mem = lib.tensor(_MEM_IN).transpose(0, 1)
+        dec = lib.tensor(_DEC_IN).transpose(0, 1)
+        pad = lib.tensor([[False, False, True], [False, True, True]])
+        with lib.no_grad():
+            if kind == "encoder":
+                return layer(dec, src_key_padding_mask=pad).numpy()
+            return layer(dec, mem, tgt_key_padding_mask=pad).numpy()
+
+    for norm_first, bias in ((True, True), (False, False), (True, False)):
+        np.testing.assert_allclose(run(torch, norm_first, bias), run(real, norm_first, bias),
+                                   rtol=1e-5, atol=1e-6)
