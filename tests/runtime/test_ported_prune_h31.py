@@ -480,7 +480,8 @@ def _message(fn: object) -> tuple[type[BaseException], str]:
 
 @pytest.mark.parametrize("case", ["amount_type", "amount_range", "amount_size", "structured_1d",
                                   "dim", "global_type", "global_params", "global_scores",
-                                  "container_type", "importance_shape", "custom_shape"])
+                                  "container_type", "importance_shape", "custom_shape",
+                                  "global_generator"])
 def test_error_texts_match_torch(case: str) -> None:
     real = pytest.importorskip("torch")
     pytest.importorskip("torch.nn.utils.prune")
@@ -502,6 +503,10 @@ def test_error_texts_match_torch(case: str) -> None:
             "container_type": lambda: p.PruningContainer(3),
             "importance_shape": lambda: p.L1Unstructured(1).prune(t, importance_scores=t[0]),
             "custom_shape": lambda: p.CustomFromMask(t[0]).compute_mask(t, t),
+            # torch reads ``parameters`` three times: a generator is spent after the first
+            "global_generator": lambda: p.global_unstructured(
+                ((lib.nn.Linear(3, 2), "weight") for _ in range(2)),  # type: ignore[attr-defined]
+                p.L1Unstructured, amount=2),
         }
         return _message(calls[case])
 

@@ -400,7 +400,6 @@ def global_unstructured(parameters: Iterable[tuple[Module, str]],
     importance_scores = importance_scores if importance_scores is not None else {}
     if not isinstance(importance_scores, dict):
         raise TypeError("global_unstructured(): importance_scores must be of type dict")
-    parameters = list(parameters)
     scores = parameters_to_vector([importance_scores.get((m, n), getattr(m, n))
                                    for m, n in parameters])
     default_mask = parameters_to_vector([getattr(m, n + "_mask", rt.ones_like(getattr(m, n)))
