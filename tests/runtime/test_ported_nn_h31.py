@@ -2249,3 +2249,20 @@ def test_transformer_layer_norm_first_and_no_bias(kind: str) -> None:
     for norm_first, bias in ((True, True), (False, False), (True, False)):
         np.testing.assert_allclose(run(torch, norm_first, bias), run(real, norm_first, bias),
                                    rtol=1e-5, atol=1e-6)
+
+
+def test_RNN_cell() -> None:
+    for module in (nn.RNNCell, nn.GRUCell):
+        for bias in (True, False):
+            input, hx = torch.randn(3, 10), torch.randn(3, 20)
+            cell = module(10, 20, bias=bias)
+            for _ in range(6):
+                hx = cell(input, hx)
+            hx.sum().backward()
+
+
+def test_RNN_cell_forward_zero_hidden_size() -> None:
+    input, hx = torch.randn(3, 10), torch.randn(3, 0)
+    for cell in (nn.RNNCell(10, 0, nonlinearity="relu"), nn.RNNCell(10, 0, nonlinearity="tanh"),
+                 nn.GRUCell(10, 0)):
+        assert cell(input, hx).shape == torch.Size([3, 0])
