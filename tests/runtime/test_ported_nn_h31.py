@@ -680,8 +680,8 @@ def test_transformer_layers_deterministic(kind: str, activation: str) -> None:
     6, with and without a final LayerNorm, both batch layouts)."""
     real = pytest.importorskip("torch")
     np = pytest.importorskip("numpy")
-    configs = [(False, 0, False), (True, 0, False), (False, 2, False), (True, 3, True)]
-    chosen = {"relu": configs, "gelu": configs[1::2], "F.gelu": configs[2:3]}[activation]
+    configs = [(False, 0, False), (True, 0, False), (True, 3, True)]
+    chosen = {"relu": configs, "gelu": configs[1:], "F.gelu": configs[:1]}[activation]
     for batch_first, layers, norm in chosen:
         def run(lib: Any) -> list[Any]:
             act = ((lib.nn.functional.gelu if activation == "F.gelu" else activation))
@@ -2185,20 +2185,20 @@ def test_lstmcell_backward_only_one_output_grad() -> None:
         assert s.grad is not None and s.grad.abs().sum().item() != 0
 
 
-@pytest.mark.parametrize("module", ["LSTM", "GRU"])
-def test_rnn_grad_and_gradgrad(module: str) -> None:
-    """test_LSTM_grad_and_gradgrad / test_GRU_grad_and_gradgrad (_test_rnn_mod)."""
+@pytest.mark.parametrize(("module", "bias"), [("LSTM", True), ("GRU", False)])
+def test_rnn_grad_and_gradgrad(module: str, bias: bool) -> None:
+    """test_LSTM_grad_and_gradgrad / test_GRU_grad_and_gradgrad (_test_rnn_mod); one bias
+    setting each where torch's runs both (cheaper)."""
     hsize = 3  # torch's 4
     inp = torch.rand(1, 3, hsize, dtype=torch.double, requires_grad=True)
-    for bias in [True, False]:
-        mod = getattr(nn, module)(hsize, hsize, bias=bias, dtype=torch.double)
+    mod = getattr(nn, module)(hsize, hsize, bias=bias, dtype=torch.double)
 
-        def flatten_out(inp: torch.Tensor, mod: Any = mod) -> tuple[torch.Tensor, ...]:
-            out = mod(inp)
-            return tuple(t if isinstance(t, torch.Tensor) else tt for t in out for tt in t)
+    def flatten_out(inp: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        out = mod(inp)
+        return tuple(t if isinstance(t, torch.Tensor) else tt for t in out for tt in t)
 
-        assert torch.autograd.gradcheck(flatten_out, (inp,), check_batched_grad=False)
-        assert torch.autograd.gradgradcheck(flatten_out, (inp,), check_batched_grad=False)
+    assert torch.autograd.gradcheck(flatten_out, (inp,), check_batched_grad=False)
+    assert torch.autograd.gradgradcheck(flatten_out, (inp,), check_batched_grad=False)
 
 
 def test_LSTM_differentiable_backward() -> None:
