@@ -513,3 +513,32 @@ def test_error_texts_match_torch(case: str) -> None:
     got, want = run(torch), run(real)
     assert got[0] is want[0]
     assert got[1].replace("runtime", "torch") == want[1]
+
+
+def test_chained_pruning_matches_torch() -> None:
+    """Beyond torch's tests: four methods chained on one conv weight (a PruningContainer),
+    the same weights in both libraries: the same mask and pruned weight, state_dict keys and
+    parameter order."""
+    real = pytest.importorskip("torch")
+    pytest.importorskip("torch.nn.utils.prune")
+    np = pytest.importorskip("numpy")
+    w = np.random.default_rng(0).standard_normal((3, 2, 2, 2)).astype(np.float32)
+
+    def run(lib: object) -> tuple[object, ...]:
+        p = lib.nn.utils.prune  # type: ignore[attr-defined]
+        m = lib.nn.Conv2d(2, 3, 2)  # type: ignore[attr-defined]
+        with lib.no_grad():  # type: ignore[attr-defined]
+            m.weight.copy_(lib.tensor(w))  # type: ignore[attr-defined]
+        p.l1_unstructured(m, "weight", 0.3)
+        p.ln_structured(m, "weight", 1, 2, 0)
+        p.ln_structured(m, "weight", 0.5, float("inf"), -1)
+        p.l1_unstructured(m, "weight", 3)
+        p.random_unstructured(m, "bias", 1)
+        return (m.weight_mask.numpy().copy(), m.weight.detach().numpy().copy(),
+                list(m.state_dict()), [k for k, _ in m.named_parameters()],
+                len(m._forward_pre_hooks[next(iter(m._forward_pre_hooks))]))
+
+    got, want = run(torch), run(real)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
+    assert got[2:] == want[2:]
