@@ -2266,3 +2266,40 @@ def test_RNN_cell_forward_zero_hidden_size() -> None:
     for cell in (nn.RNNCell(10, 0, nonlinearity="relu"), nn.RNNCell(10, 0, nonlinearity="tanh"),
                  nn.GRUCell(10, 0)):
         assert cell(input, hx).shape == torch.Size([3, 0])
+
+
+# --- nn.utils.rnn: errors beyond the ported tests, against torch's -------------------------
+
+
+@pytest.mark.parametrize("case", ["lengths_2d", "lengths_2d_unsorted", "lengths_0d",
+                                  "lengths_int", "lengths_2d_float", "packed_one_arg",
+                                  "pad_trailing_mismatch"])
+def test_rnn_utils_errors_as_torch(case: str) -> None:
+    """The lengths must be a 1-D CPU int64 tensor (PyTorch's kernel says so after its empty
+    check; unsorted, its sort and index_select speak first), PackedSequence(data) is its
+    older (data, batch_sizes) form, and pad_sequence copies a sequence into its row in
+    copy_'s words."""
+    def run(lib: Any) -> Any:
+        R = lib.nn.utils.rnn
+        x = lib.randn(5, 3, 2)
+        calls = {
+            "lengths_2d": lambda: R.pack_padded_sequence(x, lib.tensor([[5, 4, 1]])),
+            "lengths_2d_unsorted": lambda: R.pack_padded_sequence(
+                x, lib.tensor([[5, 4, 1]]), enforce_sorted=False),
+            "lengths_0d": lambda: R.pack_padded_sequence(x, lib.tensor(5)),
+            "lengths_int": lambda: R.pack_padded_sequence(x, 5, enforce_sorted=False),
+            "lengths_2d_float": lambda: R.pack_padded_sequence(
+                x, lib.tensor([[5, 4, 1]]).float()),
+            "packed_one_arg": lambda: R.PackedSequence([lib.ones(3)]),
+            "pad_trailing_mismatch": lambda: R.pad_sequence([lib.ones(2, 3), lib.ones(3, 4)]),
+        }
+        return calls[case]()
+
+    _raises_as_torch(run)
+
+
+def test_packed_sequence_from_a_pair() -> None:
+    packed = rnn_utils.PackedSequence((torch.ones(3), torch.tensor([2, 1])),
+                                      sorted_indices=torch.tensor([1, 0]))
+    assert packed.batch_sizes.tolist() == [2, 1]
+    assert packed.unsorted_indices.tolist() == [1, 0]

@@ -16,6 +16,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 import runtime as rt
+from runtime.ops.shapes import broadcast_error
 from runtime.tensor import Tensor
 
 
@@ -37,9 +38,16 @@ class PackedSequence(_PackedFields):
                 unsorted_indices: Tensor | None = None) -> PackedSequence:
         if unsorted_indices is None and sorted_indices is not None:
             unsorted_indices = invert_permutation(sorted_indices)
-        if batch_sizes is None:
-            raise TypeError("PackedSequence needs batch_sizes; make one with "
-                            "pack_padded_sequence or pack_sequence")
+        if batch_sizes is None:  # PyTorch's older form: PackedSequence((data, batch_sizes))
+            if not (isinstance(data, (list, tuple)) and len(data) == 2):
+                raise AssertionError("Expected data to be a list or tuple of length 2")
+            data, batch_sizes = data
+        elif str(batch_sizes.device).split(":")[0] != "cpu":
+            raise ValueError(
+                "batch_sizes should always be on CPU. Instances of PackedSequence should never "
+                "be created manually. They should be instantiated by functions like "
+                "pack_sequence and pack_padded_sequences in nn.utils.rnn. "
+                "https://pytorch.org/docs/stable/nn.html#torch.nn.utils.rnn.pack_sequence")
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
     def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
@@ -101,8 +109,16 @@ def invert_permutation(permutation: Tensor | None) -> Tensor | None:
 
 
 def _lengths(lengths: Tensor | Sequence[int]) -> np.ndarray:
-    values = lengths.tolist() if isinstance(lengths, Tensor) else list(lengths)
+    values = lengths.tolist() if isinstance(lengths, Tensor) else lengths
     return np.asarray(values, dtype=np.float64).astype(np.int64)  # as_tensor(.., int64)
+
+
+def _check_lengths(lens: np.ndarray, lengths: Tensor | Sequence[int]) -> None:
+    """PyTorch's kernel takes the lengths as a 1-D CPU int64 tensor only."""
+    device = str(lengths.device) if isinstance(lengths, Tensor) else "cpu"
+    if lens.ndim != 1 or device != "cpu":
+        raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got "
+                           f"{lens.ndim}D {device} Long tensor")
 
 
 def pack_padded_sequence(input: Tensor, lengths: Tensor | Sequence[int],  # noqa: A002
@@ -112,9 +128,11 @@ def pack_padded_sequence(input: Tensor, lengths: Tensor | Sequence[int],  # noqa
     ``lengths[b]`` steps long, packed. ``enforce_sorted``: the lengths must decrease (else
     the batch is sorted here, and ``sorted_indices`` says how)."""
     lens = _lengths(lengths)
-    if enforce_sorted:  # checked below, after the input's checks (PyTorch's kernel's order)
-        sorted_indices = None
+    if enforce_sorted or lens.ndim == 0:  # checked below, after the input's checks (PyTorch's
+        sorted_indices = None             # kernel's order); its sort keeps a 0-d one 0-d
     else:
+        if lens.ndim > 1:  # torch.sort sorts the last dim; index_select refuses the index
+            raise IndexError("index_select(): Index is supposed to be a vector")
         order = np.argsort(-lens, kind="stable")
         lens = lens[order]
         sorted_indices = rt.tensor(order, device=input.device)
@@ -123,6 +141,7 @@ def pack_padded_sequence(input: Tensor, lengths: Tensor | Sequence[int],  # noqa
         input = input.transpose(0, 1)
     if input.numel() == 0:
         raise RuntimeError("Cannot pack empty tensors.")
+    _check_lengths(lens, lengths)
     steps, batch = input.shape[0], input.shape[1]
     if len(lens) != batch:
         raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got "
@@ -204,6 +223,9 @@ def pad_sequence(sequences: Tensor | Iterable[Tensor], batch_first: bool = False
         length = s.shape[0]
         s = s.to(first.dtype)
         if tuple(s.shape[1:]) != tail:  # PyTorch copies it into the padded row: broadcasts
+            mismatch = broadcast_error((length, *tail), tuple(s.shape))
+            if mismatch is not None:  # copy_'s words: the row is tensor a
+                raise RuntimeError(mismatch)
             s = s.expand(length, *tail)
         if length < longest:
             fill = rt.full((longest - length, *tail), padding_value, dtype=first.dtype,
