@@ -2303,3 +2303,15 @@ def test_packed_sequence_from_a_pair() -> None:
                                       sorted_indices=torch.tensor([1, 0]))
     assert packed.batch_sizes.tolist() == [2, 1]
     assert packed.unsorted_indices.tolist() == [1, 0]
+
+
+def test_RNN_nonlinearity() -> None:
+    assert nn.RNN(1, 10).nonlinearity == "tanh"
+    assert nn.RNN(1, 10, nonlinearity="relu").nonlinearity == "relu"
+    with pytest.raises(ValueError, match="Unknown nonlinearity"):
+        nn.RNN(1, 10, nonlinearity="garbage")
+    _raises_as_torch(lambda lib: lib.nn.RNN(1, 10, nonlinearity="garbage"))
+
+
+def test_RNN_nonlinearity_passed_as_arg() -> None:
+    assert nn.RNN(2, 3, 1, "relu").nonlinearity == "relu"
