@@ -2315,3 +2315,18 @@ def test_RNN_nonlinearity() -> None:
 
 def test_RNN_nonlinearity_passed_as_arg() -> None:
     assert nn.RNN(2, 3, 1, "relu").nonlinearity == "relu"
+
+
+def test_packed_sequence_pinning_as_torch() -> None:
+    """PackedSequence.is_pinned / pin_memory, as torch's: its data's (pinning needs an
+    accelerator: without one, Tensor.pin_memory's error)."""
+    packed = rnn_utils.pack_sequence([torch.ones(2), torch.ones(1)], enforce_sorted=False)
+    assert packed.is_pinned() is False
+    try:
+        packed.data.pin_memory()
+    except RuntimeError as exc:
+        with pytest.raises(RuntimeError, match=str(exc)):
+            packed.pin_memory()
+        return
+    pinned = packed.pin_memory()
+    assert pinned.is_pinned() and pinned.sorted_indices.is_pinned()

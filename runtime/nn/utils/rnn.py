@@ -50,6 +50,14 @@ class PackedSequence(_PackedFields):
                 "https://pytorch.org/docs/stable/nn.html#torch.nn.utils.rnn.pack_sequence")
         return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
 
+    def pin_memory(self) -> PackedSequence:
+        """The data and the indices in page-locked memory (the batch sizes stay as they are)."""
+        return type(self)(self.data.pin_memory(), self.batch_sizes,
+                          _pinned(self.sorted_indices), _pinned(self.unsorted_indices))
+
+    def is_pinned(self) -> bool:
+        return self.data.is_pinned()
+
     def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
         """The data moved or cast as ``Tensor.to``; the indices follow its device."""
         data = self.data.to(*args, **kwargs)
@@ -92,6 +100,10 @@ class PackedSequence(_PackedFields):
     @property
     def is_cuda(self) -> bool:
         return self.data.device.startswith("cuda")
+
+
+def _pinned(t: Tensor | None) -> Tensor | None:
+    return None if t is None else t.pin_memory()
 
 
 def _to(t: Tensor | None, device: str) -> Tensor | None:
