@@ -132,6 +132,28 @@ class MultiheadAttention(Module):
             return q, k, v
         return self._project(q, 0), self._project(kv[0], 1), self._project(kv[1], 2)
 
+    def merge_masks(self, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
+                    query: Tensor) -> tuple[Tensor | None, int | None]:
+        """PyTorch's helper of its fast path: the key padding mask alone (type 1), or the
+        attention mask expanded to (N, H, L, L), plus the padding mask where given (type 2:
+        its code says 2 for an attention mask alone too)."""
+        mask_type: int | None = None
+        merged_mask: Tensor | None = None
+        if key_padding_mask is not None:
+            mask_type, merged_mask = 1, key_padding_mask
+        if attn_mask is not None:
+            batch_size, seq_len, _ = query.shape
+            mask_type = 2
+            if attn_mask.dim() == 3:
+                merged_mask = attn_mask.view(batch_size, -1, seq_len, seq_len)
+            else:
+                merged_mask = attn_mask.view(1, 1, seq_len, seq_len).expand(
+                    batch_size, self.num_heads, -1, -1)
+            if key_padding_mask is not None:
+                merged_mask = merged_mask + key_padding_mask.view(
+                    batch_size, 1, 1, seq_len).expand(-1, self.num_heads, -1, -1)
+        return merged_mask, mask_type
+
     def _check(self, query: Tensor, key: Tensor, value: Tensor,
                key_padding_mask: Tensor | None, attn_mask: Tensor | None) -> None:
         """PyTorch's checks of the inputs (its _canonical_mask, then _mha_shape_check, then

@@ -264,6 +264,42 @@ class RNNBase(Module):
                 layer_input = F.dropout(layer_input, self.dropout, True)
         return layer_input, rt.stack(h_n, 0), rt.stack(c_n, 0) if c_n else None
 
+    # --- PyTorch's public checks (for code that subclasses or calls them; the forward
+    # above makes the same checks in its own order) ----------------------------------------
+    def check_input(self, input: Tensor, batch_sizes: Tensor | None) -> None:  # noqa: A002
+        self._check_dtype(input)
+        expected_input_dim = 2 if batch_sizes is not None else 3
+        if input.dim() != expected_input_dim:
+            raise RuntimeError(f"input must have {expected_input_dim} dimensions, got "
+                               f"{input.dim()}")
+        if self.input_size != input.size(-1):
+            raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                               f"{self.input_size}, got {input.size(-1)}")
+
+    def _mini_batch(self, input: Tensor, batch_sizes: Tensor | None) -> int:  # noqa: A002
+        if batch_sizes is not None:
+            return int(batch_sizes[0])
+        return input.size(0) if self.batch_first else input.size(1)
+
+    def get_expected_hidden_size(self, input: Tensor,  # noqa: A002
+                                 batch_sizes: Tensor | None) -> tuple[int, int, int]:
+        num_directions = 2 if self.bidirectional else 1
+        return (self.num_layers * num_directions, self._mini_batch(input, batch_sizes),
+                self.proj_size if self.proj_size > 0 else self.hidden_size)
+
+    def check_hidden_size(self, hx: Tensor, expected_hidden_size: tuple[int, int, int],
+                          msg: str = "Expected hidden size {}, got {}") -> None:
+        if tuple(hx.size()) != tuple(expected_hidden_size):
+            raise RuntimeError(msg.format(expected_hidden_size, list(hx.size())))
+
+    def check_forward_args(self, input: Tensor, hidden: Tensor,  # noqa: A002
+                           batch_sizes: Tensor | None) -> None:
+        self.check_input(input, batch_sizes)
+        self.check_hidden_size(hidden, self.get_expected_hidden_size(input, batch_sizes))
+
+    def permute_hidden(self, hx: Tensor, permutation: Tensor | None) -> Tensor:
+        return hx if permutation is None else hx.index_select(1, permutation)
+
     @staticmethod
     def _check_batching(hx: Sequence[Tensor], batched: bool) -> None:
         """PyTorch's check that h0 (and an LSTM's c0) are batched as the input is, both
@@ -371,6 +407,27 @@ class LSTM(RNNBase):
     def forward(self, input: Tensor | PackedSequence,  # noqa: A002
                 hx: tuple[Tensor, Tensor] | None = None) -> tuple[Any, tuple[Tensor, Tensor]]:
         return self._forward(input, hx)
+
+    def get_expected_cell_size(self, input: Tensor,  # noqa: A002
+                               batch_sizes: Tensor | None) -> tuple[int, int, int]:
+        num_directions = 2 if self.bidirectional else 1
+        return (self.num_layers * num_directions, self._mini_batch(input, batch_sizes),
+                self.hidden_size)
+
+    def check_forward_args(  # type: ignore[override]
+            self, input: Tensor, hidden: tuple[Tensor, Tensor],  # noqa: A002
+            batch_sizes: Tensor | None) -> None:
+        self.check_input(input, batch_sizes)
+        self.check_hidden_size(hidden[0], self.get_expected_hidden_size(input, batch_sizes),
+                               "Expected hidden[0] size {}, got {}")
+        self.check_hidden_size(hidden[1], self.get_expected_cell_size(input, batch_sizes),
+                               "Expected hidden[1] size {}, got {}")
+
+    def permute_hidden(self, hx: tuple[Tensor, Tensor],  # type: ignore[override]
+                       permutation: Tensor | None) -> tuple[Tensor, Tensor]:
+        if permutation is None:
+            return hx
+        return hx[0].index_select(1, permutation), hx[1].index_select(1, permutation)
 
 
 class GRU(RNNBase):

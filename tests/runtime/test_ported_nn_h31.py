@@ -2330,3 +2330,59 @@ def test_packed_sequence_pinning_as_torch() -> None:
         return
     pinned = packed.pin_memory()
     assert pinned.is_pinned() and pinned.sorted_indices.is_pinned()
+
+
+# --- public helpers of the RNN and MultiheadAttention modules, against torch's -------------
+
+
+def test_rnn_public_checks_as_torch() -> None:
+    """RNNBase.check_input / get_expected_hidden_size / check_hidden_size /
+    check_forward_args / permute_hidden and LSTM's get_expected_cell_size: PyTorch's public
+    methods (subclasses call them); rt had none."""
+    real = pytest.importorskip("torch")
+
+    def results(lib: Any) -> list[Any]:
+        rnn = lib.nn.GRU(3, 4, 2, bidirectional=True)
+        lstm = lib.nn.LSTM(3, 5, proj_size=2, batch_first=True)
+        x, bs = lib.ones(6, 2, 3), lib.tensor([2, 1])
+        perm = lib.tensor([1, 0])
+        h = lib.arange(16.0).view(4, 2, 2)
+        out = [rnn.get_expected_hidden_size(x, None), rnn.get_expected_hidden_size(x, bs),
+               lstm.get_expected_hidden_size(x, None), lstm.get_expected_cell_size(x, None),
+               rnn.permute_hidden(h, perm).tolist(), rnn.permute_hidden(h, None) is h,
+               [t.tolist() for t in lstm.permute_hidden((h, h), perm)]]
+        for call in (lambda: rnn.check_input(lib.ones(6, 2), None),
+                     lambda: rnn.check_input(lib.ones(6, 2, 5), None),
+                     lambda: rnn.check_input(lib.ones(6, 2, 3).double(), None),
+                     lambda: rnn.check_forward_args(x, lib.zeros(4, 3, 4), None),
+                     lambda: lstm.check_forward_args(x, (lib.zeros(1, 6, 2),
+                                                         lib.zeros(1, 6, 4)), None),
+                     lambda: lstm.check_forward_args(x, (lib.zeros(1, 6, 5),
+                                                         lib.zeros(1, 6, 5)), None)):
+            try:
+                out.append(("ok", call()))
+            except Exception as exc:  # noqa: BLE001 - the type and text are compared
+                out.append((type(exc).__name__, str(exc).replace("runtime", "torch")))
+        return out
+
+    assert results(torch) == results(real)
+
+
+def test_multihead_attention_merge_masks_as_torch() -> None:
+    real = pytest.importorskip("torch")
+    np = pytest.importorskip("numpy")
+    attn = np.random.default_rng(0).standard_normal((3, 3)).astype(np.float32)
+    pad = np.array([[0.0, 0.0, -1e9], [0.0, -1e9, -1e9]], dtype=np.float32)
+
+    def run(lib: Any) -> list[Any]:
+        mha = lib.nn.MultiheadAttention(4, 2, batch_first=True)
+        q = lib.ones(2, 3, 4)
+        out = []
+        for a, k in ((None, None), (None, pad), (attn, None), (attn, pad),
+                     (np.repeat(attn[None], 4, 0), pad)):
+            m, t = mha.merge_masks(None if a is None else lib.tensor(a),
+                                   None if k is None else lib.tensor(k), q)
+            out.append((t, None if m is None else m.numpy().tolist()))
+        return out
+
+    assert run(torch) == run(real)
