@@ -114,8 +114,10 @@ def resolve(op: Any) -> Any:
     return obj
 
 
-def compare(want: Any, got: Any, path: str = "out", meta_only: bool = False) -> str | None:
-    """What differs between torch's result ``want`` and rt's ``got`` (None: nothing)."""
+def compare(want: Any, got: Any, path: str = "out", meta_only: bool = False,
+            exact: bool = False) -> str | None:
+    """What differs between torch's result ``want`` and rt's ``got`` (None: nothing);
+    ``exact``: floats too must be equal, bit for bit up to a nan's payload."""
     if isinstance(want, torch.Tensor):
         if not isinstance(got, rt.Tensor):
             return f"{path}: {type(got).__name__}, not a tensor"
@@ -128,6 +130,13 @@ def compare(want: Any, got: Any, path: str = "out", meta_only: bool = False) -> 
         mine, theirs = to_torch(got), want.detach()
         if not want.dtype.is_floating_point:
             return None if torch.equal(mine, theirs) else f"{path}: values differ (exact)"
+        if exact:
+            same = ((mine == theirs) & (mine.signbit() == theirs.signbit())
+                    | mine.isnan() & theirs.isnan())
+            if bool(same.all()):
+                return None
+            diff = (mine.double() - theirs.double()).nan_to_num().abs().max()
+            return f"{path}: values differ by {diff:.3g} ({int((~same).sum())} elements)"
         tol = {torch.float64: 1e-5, torch.float16: 2e-3, torch.bfloat16: 2e-2}.get(want.dtype,
                                                                                   1e-4)
         if torch.allclose(mine.double(), theirs.double(), rtol=tol, atol=tol, equal_nan=True):
@@ -137,7 +146,7 @@ def compare(want: Any, got: Any, path: str = "out", meta_only: bool = False) -> 
         if not isinstance(got, (list, tuple)) or len(got) != len(want):
             return f"{path}: structure differs"
         for i, (w, g) in enumerate(zip(want, got)):
-            if (why := compare(w, g, f"{path}[{i}]", meta_only)) is not None:
+            if (why := compare(w, g, f"{path}[{i}]", meta_only, exact)) is not None:
                 return why
         return None
     if isinstance(want, (bool, int, float)) and not meta_only:
@@ -208,10 +217,17 @@ def _nudged(x: Any, rng: np.random.Generator) -> Any:
     return x
 
 
+def _as_torch(x: Any) -> Any:
+    if isinstance(x, rt.Tensor):
+        return to_torch(x)
+    if isinstance(x, (list, tuple)):
+        return [_as_torch(v) for v in x]
+    return x
+
+
 def _same(want: Any, got: Any) -> str | None:
-    return compare(to_torch(want) if isinstance(want, rt.Tensor) else
-                   [to_torch(w) if isinstance(w, rt.Tensor) else w for w in want]
-                   if isinstance(want, (list, tuple)) else want, got)
+    """Compiled against eager: bit for bit (the same ops in the same order)."""
+    return compare(_as_torch(want), got, exact=True)
 
 
 def compiled_sample(fn: Any, grad: bool, sample: Any, rng: np.random.Generator
