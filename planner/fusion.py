@@ -555,6 +555,10 @@ def lower_segment(seg: Segment, name: str, used_after: set[int], dtypes: dict[in
             args.append(("expr", inside[v], kir.compute_dtype(dtypes[v])))
         if step.op in REDUCTIONS:
             inside[step.out] = _lower_reduction(kb, seg, step, args[0][1], shapes)
+            if step.dtype.name == "bfloat16":
+                # eager rounds a bfloat16 sum's (mean's) float32 result once: so does the
+                # kernel before its ops use it (addbmm's alpha * sum was 0.5 off eager's)
+                inside[step.out] = kb.unary("round_bfloat16", inside[step.out], "float32")
         elif step.op == "reshape":  # between a row value's two shapes: the same value
             inside[step.out] = args[0][1]
         else:

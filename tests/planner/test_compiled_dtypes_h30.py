@@ -1,0 +1,49 @@
+"""h30's sweep of the reduced-precision and narrow integer dtypes inside compiled steps
+(PyTorch's OpInfo samples through tools/opinfo_diff.py --compiled): a compiled step computes
+what eager mode does, bit for bit where eager computes the same operations in the same order
+(a bfloat16 kernel rounds where eager rounds), with no fallback to eager."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+import planner
+import runtime as rt
+
+
+def _compiled_and_eager(fn: Callable[..., Any], *args: Any) -> tuple[list[Any], Any]:
+    """fn's outputs compiled (the capture and a replay) and eager, with no fallback, its ops
+    fused into a kernel."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        step = planner.compile(fn)
+        got = [step(*args), step(*args)]
+    assert step.plan.kernels, "the ops were not fused into a kernel"
+    return got, fn(*args)
+
+
+def _same_bits(got: Any, want: Any) -> None:
+    assert got.dtype == want.dtype
+    a, b = got.float().numpy(), want.float().numpy()
+    np.testing.assert_array_equal(a.view(np.uint32), b.view(np.uint32))
+
+
+def _bf16(*shape: int, seed: int = 0) -> rt.Tensor:
+    values = np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+    return rt.tensor(values).to(rt.bfloat16)
+
+
+def test_bfloat16_sum_is_rounded_before_the_kernel_uses_it() -> None:
+    """Eager rounds a bfloat16 sum (mean) to bfloat16 once, and the ops after it read that
+    value; the kernel used the sum's float32 value unrounded (addbmm's alpha * the batch
+    sum was 0.5 off eager's, group_norm's and instance_norm's outputs 0.06)."""
+    x = _bf16(8, 33)
+    got, want = _compiled_and_eager(
+        lambda t: (t.sum(-1) * 3.0, t.mean(-1) * 3.0, t.sum(0) * 3.0), x)
+    for run in got:
+        for g, w in zip(run, want, strict=True):
+            _same_bits(g, w)
