@@ -225,14 +225,15 @@ def _as_torch(x: Any) -> Any:
     return x
 
 
-def _same(want: Any, got: Any) -> str | None:
+def _same(want: Any, got: Any, meta_only: bool) -> str | None:
     """Compiled against eager: bit for bit (the same ops in the same order)."""
-    return compare(_as_torch(want), got, exact=True)
+    return compare(_as_torch(want), got, meta_only=meta_only, exact=True)
 
 
-def compiled_sample(fn: Any, grad: bool, sample: Any, rng: np.random.Generator
-                    ) -> tuple[str | None, str | None]:
-    """(what differs, the planner's warning) between the compiled and the eager step."""
+def compiled_sample(fn: Any, grad: bool, sample: Any, rng: np.random.Generator,
+                    unset: bool = False) -> tuple[str | None, str | None]:
+    """(what differs, the planner's warning) between the compiled and the eager step;
+    ``unset``: an op whose values are not set (empty): shapes and dtypes only."""
     def step(inp: Any, args: Any, kw: Any) -> Any:
         out = fn(inp, *args, **kw)
         if not grad:
@@ -246,10 +247,20 @@ def compiled_sample(fn: Any, grad: bool, sample: Any, rng: np.random.Generator
         return out, list(rt.autograd.grad([o.sum() for o in outs], ins, allow_unused=True,
                                           materialize_grads=True))
 
-    call = (to_rt(sample.input), to_rt(list(sample.args)), to_rt(dict(sample.kwargs)))
+    def fresh() -> tuple[Any, Any, Any]:
+        """The sample's arguments, new tensors each call: a step that writes into its
+        inputs (embedding's max_norm) does not change what the next call reads."""
+        return to_rt(sample.input), to_rt(list(sample.args)), to_rt(dict(sample.kwargs))
+
+    seed = int(rng.integers(2**31))
+
+    def nudged() -> tuple[Any, ...]:
+        local = np.random.default_rng(seed)
+        return tuple(_nudged(v, local) for v in fresh())
+
     try:
         rt.manual_seed(7)
-        want = step(*call)
+        want = step(*fresh())
     except Exception:  # noqa: BLE001 (eager mode refuses the sample: nothing to compile)
         return None, None
     compiled = planner.compile(step)
@@ -257,26 +268,26 @@ def compiled_sample(fn: Any, grad: bool, sample: Any, rng: np.random.Generator
         warnings.simplefilter("always")
         try:
             rt.manual_seed(7)
-            first = compiled(*call)
+            first = compiled(*fresh())
             rt.manual_seed(7)
-            again = compiled(*call)
-            other = tuple(_nudged(v, rng) for v in call)
+            again = compiled(*fresh())
+            other = nudged
             try:
                 rt.manual_seed(8)
-                want_other = step(*other)
+                want_other = step(*other())
             except Exception:  # noqa: BLE001 (new values eager mode refuses: the same ones)
-                other = call
+                other = fresh
                 rt.manual_seed(8)
-                want_other = step(*other)
+                want_other = step(*other())
             rt.manual_seed(8)
-            got_other = compiled(*other)
+            got_other = compiled(*other())
         except Exception as e:  # noqa: BLE001
             return f"compiled raised {type(e).__name__}: {str(e)[:160]}", None
     fallback = next((str(w.message) for w in caught if str(w.message).startswith("planner")),
                     None)
     for tag, w, g in (("capture", want, first), ("replay", want, again),
                       ("new values", want_other, got_other)):
-        if (why := _same(w, g)) is not None:
+        if (why := _same(w, g, unset)) is not None:
             return f"{tag}: {why}", fallback
     return None, fallback
 
@@ -286,8 +297,10 @@ def main() -> None:
     parser.add_argument("ops", nargs="*", help="op name prefixes (default: every op)")
     parser.add_argument("--dtypes", default="float32,float64,int64,bool")
     parser.add_argument("--compiled", action="store_true")
-    parser.add_argument("--grad", action="store_true", help="compiled: with gradients")
+    parser.add_argument("--grad", action="store_true",
+                        help="compiled: with gradients (of each float dtype)")
     parser.add_argument("--samples", type=int, default=12, help="per op and dtype")
+    parser.add_argument("--lines", type=int, default=4, help="printed per op")
     opts = parser.parse_args()
     dtypes = [getattr(torch, d) for d in opts.dtypes.split(",")]
     warnings.simplefilter("ignore")
@@ -304,8 +317,9 @@ def main() -> None:
         for dtype in dtypes:
             if dtype not in op.supported_dtypes("cpu"):
                 continue
-            grad = dtype == torch.float64 and op.supports_autograd and (
-                opts.grad or not opts.compiled)
+            # compiled: gradients of every float dtype with --grad; eager: float64's
+            grad = op.supports_autograd and (dtype.is_floating_point and opts.grad
+                                             if opts.compiled else dtype == torch.float64)
             try:
                 samples = list(op.sample_inputs("cpu", dtype, requires_grad=grad))
             except Exception:  # noqa: BLE001 (an OpInfo that cannot sample on this machine)
@@ -314,7 +328,8 @@ def main() -> None:
             for i, sample in enumerate(samples[:opts.samples]):
                 try:
                     if opts.compiled:
-                        why, fallback = compiled_sample(fn, grad, sample, rng)
+                        why, fallback = compiled_sample(fn, grad, sample, rng,
+                                                        "empty" in op.name)
                         if fallback is not None:
                             found["(fallbacks)"].append(f"{name} {dtype} #{i}: {fallback}")
                     else:
@@ -328,7 +343,7 @@ def main() -> None:
     print(dict(counts))
     for key, lines in sorted(found.items()):
         print(f"== {key} ({len(lines)})")
-        for line in lines[:4]:
+        for line in lines[:opts.lines]:
             print("   ", line[:300])
 
 
