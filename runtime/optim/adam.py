@@ -7,7 +7,7 @@ from typing import Any
 
 import runtime as rt
 from runtime.optim.optimizer import (Optimizer, Params, Scalars, add_scaled, addcmul_,
-                                      check_tensor_lr, subcdiv_, to_scalar)
+                                      check_tensor_lr, lerp_, subcdiv_, to_scalar)
 from runtime.tensor import Tensor
 
 
@@ -17,8 +17,10 @@ class AdamHypers:
     them computed once; and the two steps Adam, NAdam and RAdam share. Branches read the group
     itself: whether a number is zero is part of a compiled step's guard."""
 
-    def __init__(self, lr: Any, eps: Any, weight_decay: Any, beta1: Any, beta2: Any) -> None:
+    def __init__(self, lr: Any, eps: Any, weight_decay: Any, beta1: Any, beta2: Any,
+                 number_betas: bool = True) -> None:
         self.lr, self.eps, self.weight_decay = lr, eps, weight_decay
+        self.number_betas = number_betas  # the group's betas are numbers (captured or not)
         self.beta1, self.beta2 = beta1, beta2
         self.decay = 1 - lr * weight_decay  # decoupled weight decay's factor
         self.one_minus_beta1 = 1 - beta1
@@ -28,7 +30,8 @@ class AdamHypers:
     def of(cls, opt: Optimizer, group: dict[str, Any]) -> AdamHypers:
         return cls(opt._hyper(group, "lr"), opt._hyper(group, "eps"),
                    opt._hyper(group, "weight_decay"), opt._hyper(group, "betas", 0),
-                   opt._hyper(group, "betas", 1))
+                   opt._hyper(group, "betas", 1),
+                   not isinstance(to_scalar(group["betas"][0]), Tensor))
 
     def weight_decay_(self, group: dict[str, Any], p: Tensor, grad: Tensor,
                       scalar: Scalars) -> Tensor:
@@ -43,7 +46,7 @@ class AdamHypers:
     def update_moments(self, exp_avg: Tensor, exp_avg_sq: Tensor, grad: Tensor, p: Tensor,
                        scalar: Scalars) -> None:
         """The running first and second moments of the gradient, in place."""
-        exp_avg.lerp_(grad, scalar(self.one_minus_beta1, p))
+        lerp_(exp_avg, grad, scalar(self.one_minus_beta1, p), self.number_betas)
         addcmul_(exp_avg_sq.mul_(scalar(self.beta2, p)), grad, grad,
                  scalar(self.one_minus_beta2, p))
 

@@ -11,7 +11,7 @@ from typing import Any
 import runtime as rt
 from runtime.optim.adam import AdamHypers
 from runtime.optim.optimizer import (Optimizer, Params, Scalars, add_scaled, addcdiv_,
-                                      addcmul_, check_tensor_lr, sub_scaled_, subcdiv_)
+                                      addcmul_, check_tensor_lr, lerp_, sub_scaled_, subcdiv_)
 from runtime.tensor import Tensor
 
 
@@ -64,7 +64,7 @@ class Adamax(Optimizer):
             exp_avg, exp_inf, step_t = state["exp_avg"], state["exp_inf"], state["step"]
             step_t.add_(1)
             grad = h.weight_decay_(group, p, grad, scalar)  # always coupled in Adamax
-            exp_avg.lerp_(grad, scalar(h.one_minus_beta1, p))
+            lerp_(exp_avg, grad, scalar(h.one_minus_beta1, p), h.number_betas)
             exp_inf.copy_(rt.maximum(exp_inf * scalar(h.beta2, p),
                                      grad.abs() + scalar(h.eps, p)))
             bias_correction = 1 - h.beta1 ** step_t.double()

@@ -8,7 +8,7 @@ import math
 from typing import Any
 
 import runtime as rt
-from runtime.optim.optimizer import Optimizer, Params, Scalars
+from runtime.optim.optimizer import Optimizer, Params, Scalars, lerp, lerp_
 from runtime.tensor import Tensor
 
 # Keller Jordan's constants, torch's defaults
@@ -108,8 +108,9 @@ class Muon(Optimizer):
                 raise ValueError("Param gradient must be a 2D matrix")
             buf = self._lazy_state(p, lambda p=p: {
                 "momentum_buffer": rt.zeros_like(p)})["momentum_buffer"]
-            buf.lerp_(grad, scalar(1 - momentum, p))
-            update = grad.lerp(buf, scalar(momentum, p)) if group["nesterov"] else buf
+            number = not isinstance(group["momentum"], Tensor)
+            lerp_(buf, grad, scalar(1 - momentum, p), number)
+            update = lerp(grad, buf, scalar(momentum, p), number) if group["nesterov"] else buf
             update = zeropower_via_newtonschulz(update, group["ns_coefficients"],
                                                 group["ns_steps"], group["eps"])
             step = adjusted_lr(lr, group["adjust_lr_fn"], tuple(p.shape))

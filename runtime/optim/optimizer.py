@@ -560,6 +560,27 @@ def _plain(t: Tensor) -> bool:
     return t.dtype in D.LOW_FLOATS
 
 
+def lerp_(t: Tensor, end: Tensor, weight: Any, number: bool) -> Tensor:
+    """``t.lerp_(end, weight)``. ``number``: the weight is a Python number of the group (a
+    captured hyperparameter: a float32 tensor for a half ``t``, see Scalars), which PyTorch's
+    lerp weighs in float32 where a tensor weight is rounded to t's dtype first: so its
+    capture computes in float32 and rounds once, eager's bits (a bfloat16 Adam's exp_avg
+    took 1 - beta1 as 0.10009765625 compiled, 0.1 eagerly)."""
+    return t.copy_(lerp(t, end, weight, number)) if _widened(t, weight, number) \
+        else t.lerp_(end, weight)
+
+
+def lerp(t: Tensor, end: Tensor, weight: Any, number: bool) -> Tensor:
+    """``t.lerp(end, weight)``, a number's weight kept as ``lerp_``'s."""
+    if _widened(t, weight, number):
+        return t.to(weight.dtype).lerp(end.to(weight.dtype), weight).to(t.dtype)
+    return t.lerp(end, weight)
+
+
+def _widened(t: Tensor, weight: Any, number: bool) -> bool:
+    return number and isinstance(weight, Tensor) and weight.dtype is not t.dtype
+
+
 def add_scaled(t: Tensor, other: Tensor, alpha: Any) -> Tensor:
     """``t.add(other, alpha=alpha)``."""
     if _plain(t):

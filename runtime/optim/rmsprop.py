@@ -6,7 +6,7 @@ from typing import Any
 
 import runtime as rt
 from runtime.optim.optimizer import (Optimizer, Params, Scalars, add_scaled, addcmul, addcmul_,
-                                      check_tensor_lr, sub_scaled_, subcdiv_)
+                                      check_tensor_lr, lerp_, sub_scaled_, subcdiv_)
 
 
 def _initial_state(p: Any, group: dict[str, Any]) -> dict[str, Any]:
@@ -79,7 +79,8 @@ class RMSprop(Optimizer):
             addcmul_(square_avg.mul_(scalar(alpha, p)), grad, grad, scalar(one_minus_alpha, p))
             if group["centered"]:
                 grad_avg = state["grad_avg"]
-                grad_avg.lerp_(grad, scalar(one_minus_alpha, p))
+                lerp_(grad_avg, grad, scalar(one_minus_alpha, p),
+                      not isinstance(group["alpha"], rt.Tensor))
                 avg = addcmul(square_avg, grad_avg, grad_avg, -1).sqrt_()
             else:
                 avg = square_avg.sqrt()
