@@ -643,8 +643,13 @@ def _lower_reduction(kb: KernelBuilder, seg: Segment, step: PrimitiveStep, x: in
     nd, axes = len(seg.shape), tuple(step.attrs["axes"])
     if step.out not in seg.accumulated or (src not in seg.reduced and len(axes) == nd):
         x = kb.reduce(REDUCTIONS[step.op], x, dtype)  # over the row's axes
-    if step.op == "mean":
+    if step.op == "mean" and step.out in seg.accumulated:  # each element's share
         x = kb.binary("mul", x, kb.const(1.0 / _count(step, shapes), dtype), dtype)
+    elif step.op == "mean":
+        # a row's sum divided by its count, as eager's (numpy's) mean: once per row, and
+        # sum * (1 / count) is an ulp off the quotient at times (a bfloat16 mean of 7, whose
+        # float32 sum is exact, rounded apart from eager's at 8 of 1280 rows)
+        x = kb.binary("div", x, kb.const(float(_count(step, shapes)), dtype), dtype)
     return x
 
 

@@ -50,6 +50,16 @@ def test_bfloat16_sum_is_rounded_before_the_kernel_uses_it() -> None:
             _same_bits(g, w)
 
 
+def test_bfloat16_mean_divides_by_its_count_as_eager() -> None:
+    """Eager's (numpy's) mean divides a row's float32 sum by its count; the kernel multiplied
+    by 1 / count, an ulp off at times, which a bfloat16 rounding then kept (a mean of 7
+    bfloat16 values, whose float32 sum is exact, differed at 8 of 1280 rows)."""
+    x = _bf16(640, 7, seed=3)
+    got, want = _compiled_and_eager(lambda t: t.mean(-1) * 1.5, x)
+    for run in got:
+        _same_bits(run, want)
+
+
 def _optimizer_steps(name: str, dtype: Any, **options: Any) -> list[tuple[Any, Any]]:
     """(eager, compiled) parameter after each of two steps of optimizer ``name``."""
     rng = np.random.default_rng(1)
