@@ -354,8 +354,26 @@ def uniform_(x: Tensor, a: float = 0.0, to: float = 1.0, *, generator: Any = Non
     if active_tracer() is None:
         return _drawn_into(x, dtype, generator, lambda g: _torch_rng.uniform(
             g._rng, tuple(x.shape), dtype, float(a), float(b)))
-    u = creation.rand(x.shape, generator=generator, dtype=dtype, device=x.device)
-    return x.copy_(u * (b - a) + a)
+    if (float(a), float(b)) == (0.0, 1.0):
+        return x.copy_(creation.rand(x.shape, generator=generator, dtype=dtype,
+                                     device=x.device))
+    return x.copy_(_traced_uniform(x, dtype, float(a), float(b), generator))
+
+
+def _traced_uniform(x: Tensor, dtype: D.DType, low: float, high: float, generator: Any
+                    ) -> Tensor:
+    """uniform_(low, high) as a plan computes it, eager's numbers (_torch_rng.uniform): the
+    unit draws in float32 (float64's in float64), never rounded to a half dtype first, then
+    fma(u, hi - lo, lo) with lo and hi in the dtype, rounded once, and a value rounded up to
+    high made low (a capture's u * (b - a) + a rounded three times: a bfloat16 uniform_(-3,
+    3) was 0.5 off eager's)."""
+    math_dtype = D.float64 if dtype is D.float64 else D.float32
+    lo, hi = (float(math_dtype.np.type(dtype.np.type(v))) for v in (low, high))
+    u = creation.rand(x.shape, generator=generator, dtype=math_dtype, device=x.device)
+    base = creation.full_like(u, lo)
+    span = float(math_dtype.np.type(hi) - math_dtype.np.type(lo))
+    value = F.cast(apply(P.ADD_SCALED, base, u, alpha=span), dtype)
+    return F.where(F.eq(value, hi), lo, value)
 
 
 def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = None
