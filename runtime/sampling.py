@@ -26,6 +26,7 @@ from .autograd.grad_mode import _state as _grad_state
 from .ops import functional as F
 from .ops.composite import no_derivative
 from .ops.dispatch import named
+from .ops.more_ops import traced_normal
 from .ops.shapes import broadcast_shapes
 from .tensor import Tensor
 from .tracing import GraphBreak, active_tracer
@@ -134,8 +135,7 @@ def _normal_floats(mean: float, std: float, size: tuple[int, ...], generator: An
         value = creation.empty(tuple(size), dtype=dt, device=device).normal_(
             mean, std, generator=generator)
     else:
-        noise = creation.randn(tuple(size), generator=generator, dtype=dt, device=device)
-        value = F.add(F.mul(noise, std), mean)
+        value = traced_normal(tuple(size), dt, device, mean, std, generator)
     if out is not None:
         return F.written_to(out, value, "normal")
     return value._factory_requires_grad_(requires_grad)

@@ -385,8 +385,30 @@ def normal_(x: Tensor, mean: float = 0.0, std: float = 1.0, *, generator: Any = 
     if active_tracer() is None:
         return _drawn_into(x, dtype, generator, lambda g: _torch_rng.normal(
             g, tuple(x.shape), dtype, float(mean), float(std)))
-    n = creation.randn(x.shape, generator=generator, dtype=dtype, device=x.device)
-    return x.copy_(n * std + mean)
+    return x.copy_(traced_normal(tuple(x.shape), dtype, x.device, float(mean), float(std),
+                                 generator))
+
+
+def traced_normal(shape: tuple[int, ...], dtype: D.DType, device: Any, mean: float,
+                  std: float, generator: Any) -> Tensor:
+    """normal_(mean, std) as a plan computes it, eager's numbers (_torch_rng.normal): under 16
+    elements float64 Box-Muller draws (randn's there) scaled by fma in float64, then rounded
+    to ``dtype``; from 16, float32's and float64's vectorized fill, scaled by fma in the
+    dtype. A half dtype's fill from 16 rounds inside its Box-Muller, which no plan step
+    draws: that runs eagerly. (The capture's n * std + mean rounded the draw to the dtype,
+    then each op: a bfloat16 normal_(0.5, 0.7) of 40 was off eager's at 20 elements.)"""
+    if (mean, std) == (0.0, 1.0):
+        return creation.randn(shape, generator=generator, dtype=dtype, device=device)
+    wide = dtype if math.prod(shape) >= 16 else D.float64
+    if wide not in (D.float32, D.float64):
+        from ..tracing import GraphBreak
+
+        raise GraphBreak(f"normal_(mean, std) of 16 or more {dtype.name} "
+                         "elements inside a captured step (PyTorch's fill rounds inside its "
+                         "Box-Muller transform)")
+    n = creation.randn(shape, generator=generator, dtype=wide, device=device)
+    scaled = apply(P.ADD_SCALED, creation.full_like(n, mean), n, alpha=std)
+    return F.cast(scaled, dtype) if wide is not dtype else scaled
 
 
 def bernoulli_(x: Tensor, p: Any = 0.5, *, generator: Any = None) -> Tensor:

@@ -118,3 +118,41 @@ def test_uniform_of_a_range_draws_as_eager(dtype: str) -> None:
         for _ in range(2):
             rt.manual_seed(7)
             _same_bits(step(), want)
+
+
+@pytest.mark.parametrize(("dtype", "n"), [("bfloat16", 8), ("float16", 8), ("float32", 8),
+                                          ("float32", 40)])
+def test_normal_of_a_mean_and_std_draws_as_eager(dtype: str, n: int) -> None:
+    """Eager's normal_(mean, std) is PyTorch's: draws scaled by one fma (float64 Box-Muller
+    under 16 elements, then rounded to the dtype); the capture drew randn in the dtype and
+    computed n * std + mean with a rounding at each op (a bfloat16 normal(1.6, 0.3) of 6
+    elements was off eager's at one, a float32 one of 40 at two)."""
+    dt = getattr(rt, dtype)
+
+    def fn() -> Any:
+        return rt.normal(1.6, 0.3, (n,), dtype=dt) * 1, rt.empty(n, dtype=dt).normal_(0.5, 0.7)
+
+    rt.manual_seed(7)
+    want = fn()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        step = planner.compile(fn)
+        for _ in range(2):
+            rt.manual_seed(7)
+            for g, w in zip(step(), want, strict=True):
+                _same_bits(g, w)
+
+
+def test_half_normal_of_16_or_more_runs_eagerly() -> None:
+    """From 16 elements a half dtype's fill rounds inside its Box-Muller transform, which no
+    plan step draws: the step runs eagerly, with a warning, eager's numbers."""
+    def fn() -> Any:
+        return rt.empty(40, dtype=rt.bfloat16).normal_(0.5, 0.7)
+
+    rt.manual_seed(7)
+    want = fn()
+    step = planner.compile(fn)
+    rt.manual_seed(7)
+    with pytest.warns(RuntimeWarning, match="normal_.mean, std. of 16 or more bfloat16"):
+        got = step()
+    _same_bits(got, want)
