@@ -102,10 +102,8 @@ def test_no_child_while_another_thread_is_inside_llvm(tmp_path: Path) -> None:
 def test_a_child_that_does_not_finish_is_killed(monkeypatch: pytest.MonkeyPatch) -> None:
     import time
 
-    pid = os.fork()
-    if pid == 0:  # a child that never finishes its modules
-        time.sleep(60)
-        os._exit(0)
+    # a child that never finishes its modules (spawned: a fork here would copy JAX's threads)
+    pid = os.posix_spawn("/bin/sleep", ["sleep", "60"], dict(os.environ))
     monkeypatch.setattr(cache, "_prefetch_pid", pid)
     monkeypatch.setattr(cache, "PREFETCH_TIMEOUT_S", 0.2)
     start = time.monotonic()
