@@ -505,7 +505,7 @@ class finfo:  # noqa: N801 - PyTorch's name
     """Machine limits of a floating point dtype, as Python floats."""
 
     def __init__(self, dtype: Any = None) -> None:
-        dt = D.default_float if dtype is None else D.as_dtype(dtype)
+        dt = D.default_float if dtype is None else _info_dtype("finfo", dtype)
         if not dt.is_floating_point:
             raise TypeError("torch.finfo() requires a floating point input type. Use "
                             "torch.iinfo to handle 'torch.finfo'")  # PyTorch's text
@@ -523,13 +523,20 @@ class finfo:  # noqa: N801 - PyTorch's name
                 f"eps={self.eps:g}, smallest_normal={self.tiny:g}, tiny={self.tiny:g}, "
                 f"dtype={self.dtype})")
 
+    def __eq__(self, other: object) -> bool:  # PyTorch's: equal where of the same dtype
+        return type(other) is type(self) and other.dtype == self.dtype
+
+    __hash__ = None  # type: ignore[assignment]  # PyTorch's finfo is unhashable
+
 
 class iinfo:  # noqa: N801 - PyTorch's name
     """Machine limits of an integer dtype, as Python ints."""
 
     def __init__(self, dtype: Any) -> None:
-        dt = D.as_dtype(dtype)
-        if dt.is_floating_point or dt is D.bool_:
+        dt = _info_dtype("iinfo", dtype)
+        if dt is D.bool_:
+            raise TypeError("torch.bool is not supported by torch.iinfo")
+        if dt.is_floating_point:
             raise TypeError("torch.iinfo() requires an integer input type. Use torch.finfo "
                             "to handle 'torch.iinfo'")  # PyTorch's text
         info = np.iinfo(dt.np)
@@ -538,8 +545,21 @@ class iinfo:  # noqa: N801 - PyTorch's name
         self.max = int(info.max)
         self.min = int(info.min)
 
-    def __repr__(self) -> str:
-        return f"iinfo(min={self.min}, max={self.max}, dtype={self.dtype})"
+    def __repr__(self) -> str:  # PyTorch's prints the limits as floats, %g
+        return f"iinfo(min={float(self.min):g}, max={float(self.max):g}, dtype={self.dtype})"
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.dtype == self.dtype
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+def _info_dtype(fn: str, dtype: Any) -> D.DType:
+    """PyTorch's parser's error for an argument that is no dtype (a name, a numpy dtype)."""
+    if not isinstance(dtype, D.DType):
+        raise TypeError(f"{fn}(): argument 'type' (position 1) must be torch.dtype, not "
+                        f"{type(dtype).__name__}")
+    return dtype
 
 
 # --- trapezoidal integration ------------------------------------------------------------------

@@ -122,8 +122,7 @@ def test_finfo_iinfo_as_torch() -> None:
     for name in ("uint16", "uint32", "uint64"):
         got, want = rt.iinfo(getattr(rt, name)), torch.iinfo(getattr(torch, name))
         assert (got.min, got.max, got.bits) == (want.min, want.max, want.bits)
-        assert repr(got) == repr(want).replace("1.84467e+19", str(want.max)).replace(
-            "4.29497e+09", str(want.max))
+        assert repr(got) == repr(want)  # its limits as floats, %g: max=1.84467e+19
 
 
 def test_type_names_and_error_spellings() -> None:
