@@ -82,6 +82,8 @@ def wrap_dim(dim: Any, ndim: int) -> int:
     d = operator.index(dim)
     bound = max(ndim, 1)
     if not -bound <= d < bound:
+        if not -2**63 <= d < 2**63:  # PyTorch's argument parser reads a dim as an int64
+            raise ValueError("Overflow when unpacking long long")
         raise dim_error(d, ndim)
     return d + bound if d < 0 else d
 
