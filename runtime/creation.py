@@ -333,21 +333,44 @@ def _int_dtype(data: Any) -> D.DType:
     return functools.reduce(D.promote, found) if found else D.int64
 
 
+_LIST_OF_NDARRAYS_WARNED = False
+
+
+def _holds_ndarray(seq: list[Any] | tuple[Any, ...]) -> bool:
+    return any(isinstance(v, np.ndarray) or isinstance(v, (list, tuple)) and _holds_ndarray(v)
+               for v in seq)
+
+
+def _warn_list_of_ndarrays(seq: list[Any] | tuple[Any, ...]) -> None:
+    """PyTorch's warning, once a program (TORCH_WARN_ONCE), for a sequence holding arrays."""
+    global _LIST_OF_NDARRAYS_WARNED
+    from .ops.settings import is_warn_always_enabled
+
+    if (not _LIST_OF_NDARRAYS_WARNED or is_warn_always_enabled()) and _holds_ndarray(seq):
+        _LIST_OF_NDARRAYS_WARNED = True
+        warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. "
+                      "Please consider converting the list to a single numpy.ndarray with "
+                      "numpy.array() before converting to a tensor.", UserWarning, stacklevel=5)
+
+
 def _ragged_error(data: Any) -> Exception | None:
     """PyTorch's error for a nested list that is not rectangular: the sizes along the first
     elements, then the first sequence of another length."""
+    def is_seq(v: Any) -> bool:  # an array of any dims but 0 is one, as PyTorch reads it
+        return isinstance(v, (list, tuple)) or isinstance(v, np.ndarray) and v.ndim > 0
+
     sizes = []
     probe = data
-    while isinstance(probe, (list, tuple)):
+    while is_seq(probe):
         sizes.append(len(probe))
         probe = probe[0] if len(probe) else None
 
     def walk(seq: Any, dim: int) -> Exception | None:
         if dim == len(sizes):
-            if isinstance(seq, (list, tuple)):
+            if is_seq(seq):
                 return TypeError("'list' object cannot be interpreted as an integer")
             return None
-        if not isinstance(seq, (list, tuple)):
+        if not is_seq(seq):
             return TypeError("not a sequence")
         if len(seq) != sizes[dim]:
             return ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} "
@@ -406,6 +429,7 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
         src_dev = "cpu"
         if isinstance(arr, (list, tuple)):
             data = arr = _tensor_scalars(arr)
+            _warn_list_of_ndarrays(arr)
         try:
             arr = _uint64_array(arr) if dtype is not None and D.as_dtype(dtype) is D.uint64 \
                 else np.array(arr)
@@ -416,6 +440,8 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
             raise err from None
     if isinstance(data, np.ndarray) and data.dtype not in D._BY_NP and data.dtype.kind != "c":
         raise _unsupported_numpy(data)  # before any dtype= conversion, as PyTorch's
+    if isinstance(data, np.ndarray):
+        _check_numpy_strides(data)
     if arr.dtype.kind in "USO" and isinstance(data, (str, bytes, list, tuple)):
         err = _string_error(data)
         if err is not None:
@@ -517,12 +543,48 @@ def _unsupported_numpy(a: np.ndarray) -> Exception:
                      f"only supported types are: {_TORCH_NUMPY_TYPES}.")
 
 
+def _check_numpy_strides(a: np.ndarray) -> None:
+    """PyTorch's errors for an array no tensor can share or read as it is: a stride that is
+    negative, or that is no whole number of elements."""
+    if any(s < 0 for s in a.strides):
+        raise ValueError("At least one stride in the given numpy array is negative, and "
+                         "tensors with negative strides are not currently supported. (You can "
+                         "probably work around this by making a copy of your array  with "
+                         "array.copy().) ")
+    if a.itemsize and any(s % a.itemsize for s in a.strides):
+        raise ValueError("given numpy array strides not a multiple of the element byte size. "
+                         "Copy the numpy array to reallocate the memory.")
+
+
+_NOT_WRITABLE_WARNED = False
+
+
+def _warn_not_writable(a: np.ndarray) -> None:
+    """PyTorch's warning, once a program (TORCH_WARN_ONCE), for an array it cannot write."""
+    global _NOT_WRITABLE_WARNED
+    from .ops.settings import is_warn_always_enabled
+
+    if not a.flags.writeable and (not _NOT_WRITABLE_WARNED or is_warn_always_enabled()):
+        _NOT_WRITABLE_WARNED = True
+        warnings.warn("The given NumPy array is not writable, and PyTorch does not support "
+                      "non-writable tensors. This means writing to this tensor will result in "
+                      "undefined behavior. You may want to copy the array to protect its data "
+                      "or make it writable before converting it to a tensor. This type of "
+                      "warning will be suppressed for the rest of this program.", UserWarning,
+                      stacklevel=3)
+
+
 def from_numpy(a: np.ndarray) -> Tensor:
     """Shares memory with ``a``."""
     if not isinstance(a, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(a).__name__})")
     if a.dtype not in D._BY_NP and a.dtype.kind != "c":
         raise _unsupported_numpy(a)
+    _check_numpy_strides(a)
+    _warn_not_writable(a)
+    from .ops.storage import mark_not_resizable
+
+    mark_not_resizable(a)
     return Tensor._make(a, D.from_numpy_dtype(a.dtype), "cpu")
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import mmap
 import sys
+import weakref
 from typing import Any
 
 import numpy as np
@@ -135,6 +136,28 @@ def is_pinned(self: Tensor, device: Any = None) -> bool:
     return False
 
 
+# the storages (root arrays, by id, with a weak reference telling a reused id apart) that
+# belong to numpy: ``from_numpy``'s, which PyTorch marks not resizable
+_NOT_RESIZABLE: dict[int, weakref.ref[np.ndarray]] = {}
+
+
+def mark_not_resizable(arr: np.ndarray) -> None:
+    """Marks the storage of ``arr`` (its root array) as one resize_ may not replace."""
+    from .memory_names import _root_array
+
+    root = _root_array(arr)
+    key = id(root)
+    _NOT_RESIZABLE[key] = weakref.ref(root, lambda _: _NOT_RESIZABLE.pop(key, None))
+
+
+def _is_resizable(arr: Any) -> bool:
+    from .memory_names import _root_array
+
+    root = _root_array(arr)
+    ref = _NOT_RESIZABLE.get(id(root))
+    return ref is None or ref() is not root
+
+
 def resize_(self: Tensor, *sizes: Any, memory_format: Any = None) -> Tensor:
     """self given the shape ``sizes`` in place: the elements it had kept in order as far as
     they go, the rest uninitialized (as PyTorch's resize_)."""
@@ -170,6 +193,8 @@ def _resized(xp: Any, data: Any, shape: tuple[int, ...], n: int) -> Any:
         old = root.reshape(-1, order="A").view(data.dtype)
         if offset + n <= old.size and old.flags.writeable:
             return old[offset:offset + n].reshape(shape)
+    if not _is_resizable(data):
+        raise RuntimeError("Trying to resize storage that is not resizable")
     new = xp.empty(offset + n, dtype=data.dtype)
     keep = min(offset + n, old.size)
     new[:keep] = old[:keep]
