@@ -394,6 +394,8 @@ def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,
     _check_index_values(index, input, d)
     if input.ndim == 0:
         return F.reshape(index_select(input, 0, index), index.shape)
+    if index.ndim == 0:  # of a 1-d input (the dims check passed it): a 0-d result, as index
+        return F.reshape(gather_in_range(input, d, F.reshape(index, (1,))), ())
     return gather_in_range(input, d, index)
 
 
