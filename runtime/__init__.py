@@ -116,6 +116,14 @@ from .ops.functional import (
     trunc,
 )
 from .ops.tensor_ops import allclose, equal, isclose
+from ._checks import _check as _check
+from ._checks import _check_index as _check_index
+from ._checks import _check_not_implemented as _check_not_implemented
+from ._checks import _check_tensor_all as _check_tensor_all
+from ._checks import _check_tensor_all_with as _check_tensor_all_with
+from ._checks import _check_type as _check_type
+from ._checks import _check_value as _check_value
+from ._checks import _check_with as _check_with
 from .ops.shapes import Size
 from .ops.functional import cumprod
 from .ops.reductions import prod
