@@ -493,12 +493,29 @@ def _check_fits(arr: np.ndarray, dt: D.DType) -> None:
 
 def tensor(data: Any, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
+    from .ops.memory_names import UntypedStorage
+
+    if isinstance(data, UntypedStorage):
+        return _tensor_of_storage(data, dtype, device, requires_grad)
     if type(data) is np.ndarray and not requires_grad and data.dtype in D._BY_NP \
             and active_tracer() is not None:
         # capturing: a copy, made at each replay, of the array as it is then (a buffer the
         # caller refills in place between calls), not of the array as the capture met it
         return _read_array(data, dtype, device, copy=True)
     return Tensor._of(data, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+def _tensor_of_storage(storage: Any, dtype: Any, device: Any, requires_grad: bool) -> Tensor:
+    """PyTorch's ``tensor(storage)``: a 1-d tensor over all of the storage's elements, sharing
+    its memory, of ``dtype`` (the default one where None; a typed storage must be of it)."""
+    from .ops.memory_names import storage_dtype_check, storage_elements
+
+    dt = D.default_float if dtype is None else D.as_dtype(dtype)
+    storage_dtype_check(storage, dt, "tensor")
+    out = Tensor._make(storage_elements(storage._root, dt), dt, storage.device)
+    if device is not None:
+        out = out.to(factory_device(device))
+    return out._factory_requires_grad_(requires_grad)
 
 
 def _read_array(data: np.ndarray, dtype: Any, device: Any, copy: bool) -> Tensor:

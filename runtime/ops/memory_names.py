@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import _dtype as D
-from .._device import array_module
+from .._device import array_module, canonical_device
 from ..tensor import Tensor
 from ..tracing import GraphBreak, MetaArray
 from ..tracing import _state as _trace_state
@@ -668,8 +668,93 @@ class TypedStorage(UntypedStorage):
         flat = np.ascontiguousarray(root).view(np.uint8).reshape(-1)
         return flat.view(self.dtype.np).tolist()
 
+    def _elements(self) -> Any:
+        """The storage's elements, in order, as a flat array sharing its memory."""
+        return storage_elements(self._root, self.dtype)
+
+    def _index(self, idx: Any) -> int:
+        i = operator.index(idx)
+        n = self.size()
+        if not -n <= i < n:
+            raise IndexError(f"index {i} out of range for storage of size {n}")
+        return i + n if i < 0 else i
+
+    def __getitem__(self, idx: Any) -> Any:
+        if isinstance(idx, slice):
+            raise RuntimeError("slices are only supported in UntypedStorage.__getitem__")
+        return self._elements()[self._index(idx)].item()
+
+    def __setitem__(self, idx: Any, value: Any) -> None:
+        if not isinstance(idx, slice):
+            idx = self._index(idx)
+        self._elements()[idx] = value.numpy() if isinstance(value, Tensor) else value
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(self.tolist())
+
+    def fill_(self, value: Any) -> TypedStorage:
+        self._elements()[...] = value
+        return self
+
     def __repr__(self) -> str:
         return f"TypedStorage of {self.size()} {self.dtype} on {self.device}"
+
+
+def storage_elements(root: Any, dtype: D.DType) -> Any:
+    """A storage's memory (its root array's) as a flat array of ``dtype`` sharing it; a copy
+    where the root is no one block in order (an array numpy made strided from the start)."""
+    if not (root.flags.c_contiguous or root.flags.f_contiguous):
+        root = root.ravel()
+    return root.reshape(-1, order="A").view(dtype.np)
+
+
+class _LegacyStorageMeta(type):
+    """PyTorch's ``torch.FloatStorage`` and its kin: calling one makes a TypedStorage of its
+    dtype; a TypedStorage of that dtype is an instance of it."""
+
+    dtype: D.DType
+
+    def __instancecheck__(cls, instance: Any) -> bool:
+        return type(instance) is TypedStorage and instance.dtype is cls.dtype
+
+    def __call__(cls, *args: Any, device: Any = None) -> TypedStorage:  # type: ignore[override]
+        if len(args) > 1:
+            raise TypeError(f"{cls.__name__}(): expected at most one argument (a size or a "
+                            f"sequence), got {len(args)}")
+        arg = args[0] if args else 0
+        if isinstance(arg, (int, np.integer)):
+            values = np.zeros(int(arg), dtype=cls.dtype.np)
+        else:
+            values = np.array(list(arg)).astype(cls.dtype.np)
+        return TypedStorage(values, canonical_device("cpu" if device is None else device),
+                            cls.dtype)
+
+
+def _legacy_storage(name: str, dtype: D.DType) -> type:
+    return _LegacyStorageMeta(name, (), {"dtype": dtype, "__module__": "runtime"})
+
+
+LEGACY_STORAGES: dict[str, type] = {
+    f"{D.scalar_type_name(dt)}Storage": _legacy_storage(f"{D.scalar_type_name(dt)}Storage", dt)
+    for dt in D.DTYPES if not dt.name.startswith("uint") or dt.name == "uint8"}
+
+
+def storage_type(self: Tensor) -> type | None:
+    """Deprecated: the legacy storage class of self's dtype (``torch.FloatStorage`` for a
+    float32 one; None for uint16/32/64, which have none)."""
+    _warn_typed_storage()
+    return LEGACY_STORAGES.get(f"{D.scalar_type_name(self.dtype)}Storage")
+
+
+def storage_dtype_check(storage: UntypedStorage, dtype: D.DType, fn: str) -> None:
+    """PyTorch's error where a typed ``storage`` is not of ``dtype`` (tensor(), set_())."""
+    if isinstance(storage, TypedStorage) and storage.dtype is not dtype:
+        if fn == "set_":
+            raise RuntimeError(f"Expected a Storage of type {D.type_meta_name(dtype)} or an "
+                               f"UntypedStorage, but got type "
+                               f"{D.scalar_type_name(storage.dtype)} for argument 1 'storage'")
+        raise RuntimeError(f"Expected a Storage of type {D.scalar_type_name(dtype)} or an "
+                           f"UntypedStorage, but got {D.scalar_type_name(storage.dtype)}")
 
 
 def _root(self: Tensor) -> Any:
@@ -690,14 +775,18 @@ _TYPED_STORAGE_WARNED = [False]
 def storage(self: Tensor) -> TypedStorage:
     """Deprecated: the storage beneath self in elements of its dtype (PyTorch's warning, once
     a process, as its)."""
+    _warn_typed_storage()
+    return TypedStorage(_root(self), self.device, self.dtype)
+
+
+def _warn_typed_storage() -> None:
     if not _TYPED_STORAGE_WARNED[0]:
         _TYPED_STORAGE_WARNED[0] = True
         warnings.warn("TypedStorage is deprecated. It will be removed in the future and "
                       "UntypedStorage will be the only storage class. This should only matter "
                       "to you if you are using storages directly.  To access UntypedStorage "
                       "directly, use tensor.untyped_storage() instead of tensor.storage()",
-                      UserWarning, stacklevel=2)
-    return TypedStorage(_root(self), self.device, self.dtype)
+                      UserWarning, stacklevel=3)
 
 
 # --- the names ----------------------------------------------------------------------------------
@@ -707,6 +796,8 @@ FUNCTIONS: dict[str, Callable[..., Any]] = {
     "frombuffer": frombuffer, "asarray": asarray,
     "as_strided": as_strided, "as_strided_copy": as_strided_copy,
     "as_strided_scatter": as_strided_scatter, "from_dlpack": from_dlpack, "to_dlpack": to_dlpack,
+    "UntypedStorage": UntypedStorage, "TypedStorage": TypedStorage,
+    "Storage": LEGACY_STORAGES["FloatStorage"], **LEGACY_STORAGES,
 }
 METHODS: dict[str, Any] = {
     "new_empty_strided": new_empty_strided, "as_strided_scatter": as_strided_scatter,
@@ -715,5 +806,5 @@ METHODS: dict[str, Any] = {
     "apply_": apply_, "map_": map_, "map2_": map2_, "dim_order": dim_order,
     "__dlpack__": _dlpack, "__dlpack_device__": _dlpack_device, "pin_memory": pin_memory,
     "module_load": module_load, "name": property(lambda self: None),
-    "untyped_storage": untyped_storage, "storage": storage,
+    "untyped_storage": untyped_storage, "storage": storage, "storage_type": storage_type,
 }

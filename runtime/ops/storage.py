@@ -22,6 +22,7 @@ from ..tensor import Tensor
 from ..tracing import GraphBreak
 from ..tracing import _state as _trace_state
 from .inplace import ERR_LEAF_INPLACE
+from .memory_names import UntypedStorage, storage_dtype_check, storage_elements
 
 # the references an array the tensor alone holds has in share_memory_: the tensor's slot,
 # the local name and getrefcount's argument
@@ -83,11 +84,14 @@ def set_(self: Tensor, source: Any = None, storage_offset: Any = None, size: Any
         raise GraphBreak("set_ replaces a tensor's storage")
     if source is None:
         self._data = self.xp.empty((0,), dtype=self.dtype.np)
+    elif isinstance(source, UntypedStorage):  # all of its elements, as a 1-d tensor
+        storage_dtype_check(source, self.dtype, "set_")
+        self._data = storage_elements(source._root, self.dtype)
     else:
         if not isinstance(source, Tensor):
             raise TypeError(f"set_() received an invalid combination of arguments - got "
                             f"({type(source).__name__}), but expected one of: (), "
-                            "(Tensor source)")
+                            "(Storage source), (Tensor source)")
         if source.dtype is not self.dtype:
             from .. import _dtype as D
 

@@ -1,0 +1,516 @@
+"""PyTorch's test/test_torch.py (TestTorch and TestTorchDeviceType), ported by hand for device
+'cpu' and its float/int/bool dtypes with ``import runtime as torch``.
+
+Left out, as outside this project's scope: CUDA/meta/MPS/XLA devices (the meta storages, the
+device-mismatch checks), complex and quantized dtypes, sparse, torch.jit/torch.compile (the
+jitted warnings), vitals, memory_format/channels_last, named tensors, storage internals a
+numpy-backed runtime need not share (untyped byte views of a storage, data_ptr arithmetic,
+``_share_fd_cpu_``), pickling through torch.save internals (tests/runtime/test_serialization
+and test_ported_serialization_h19 cover it), and the internal ``torch._test_check_tensor``.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+import random
+import re
+
+import numpy as np
+import pytest
+
+import runtime as torch
+from runtime.ops.settings import is_warn_always_enabled, set_warn_always
+from tests.runtime.test_ported_tensor_ops_h18 import assert_equal, make_tensor
+
+inf, nan = math.inf, math.nan
+INT_FLOAT = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64, torch.bool,
+             torch.float32, torch.float64]
+ALL_REAL = INT_FLOAT + [torch.float16, torch.bfloat16]
+
+
+@pytest.fixture
+def warn_always():
+    old = is_warn_always_enabled()
+    set_warn_always(True)
+    yield
+    set_warn_always(old)
+
+
+def _make(shape, dtype: torch.dtype) -> torch.Tensor:
+    low = 0 if dtype in (torch.uint8, torch.bool) else -9
+    return make_tensor(shape, dtype, low=low, high=9)
+
+
+def test_constants() -> None:
+    assert isinstance(torch.e, float) and torch.e == math.e
+    assert isinstance(torch.pi, float) and torch.pi == math.pi
+    assert isinstance(torch.nan, float) and math.isnan(torch.nan)
+    assert isinstance(torch.inf, float) and torch.inf == math.inf
+
+
+def test_type_conversion_via_dtype_name() -> None:
+    x = torch.tensor([1])
+    assert x.byte().dtype == torch.uint8
+    assert x.bool().dtype == torch.bool
+    assert x.char().dtype == torch.int8
+    assert x.double().dtype == torch.float64
+    assert x.float().dtype == torch.float32
+    assert x.half().dtype == torch.float16
+    assert x.int().dtype == torch.int32
+    assert x.bfloat16().dtype == torch.bfloat16
+    assert x.short().dtype == torch.int16
+    assert x.long().dtype == torch.int64
+
+
+def test_allclose() -> None:
+    x = torch.tensor([1.0, 2.0, 3.0])
+    y = torch.tensor([1.01, 2.01, 3.01])
+    assert torch.allclose(x, y, rtol=0, atol=0.02)
+    assert torch.allclose(x, y, rtol=0.01, atol=0.0)
+    assert not torch.allclose(x, y)
+    assert torch.allclose(torch.tensor([0.0]), torch.tensor([1e-8]))
+    x = torch.tensor([2.0, 3.0, nan])
+    y = torch.tensor([2.01, 3.01, nan])
+    assert not torch.allclose(x, y, rtol=1e-2)
+    assert torch.allclose(x, y, rtol=1e-2, equal_nan=True)
+    assert not torch.allclose(x, y, rtol=1e-3, equal_nan=True)
+    inf_t = torch.tensor([inf])
+    assert torch.allclose(inf_t, inf_t)
+    assert torch.allclose(-inf_t, -inf_t)
+    assert not torch.allclose(inf_t, -inf_t)
+    assert not torch.allclose(inf_t, torch.tensor([1e20]))
+    assert not torch.allclose(-inf_t, torch.tensor([-1e20]))
+
+
+def test_linear_algebra_scalar_raises() -> None:
+    m = torch.randn(5, 5)
+    v = torch.randn(5)
+    s = torch.tensor(7)
+    for fn in (lambda: torch.mv(m, s), lambda: torch.addmv(v, m, s), lambda: torch.ger(v, s),
+               lambda: torch.ger(s, v), lambda: torch.addr(m, v, s), lambda: torch.addr(m, s, v)):
+        with pytest.raises(RuntimeError):
+            fn()
+
+
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
+@pytest.mark.parametrize("dtype", INT_FLOAT)
+def test_storage(dtype: torch.dtype) -> None:
+    v = _make((3, 5), dtype)
+    assert v.storage()[0] == v[0][0].item()
+    assert v.storage()[14] == v[2][4].item()
+    v_s = v.storage()
+    for el_num in range(v.numel()):
+        assert v_s[el_num] == v[el_num // v.size(1)][el_num % v.size(1)].item()
+
+
+_STORAGE_TYPES = {torch.int8: "CharStorage", torch.uint8: "ByteStorage",
+                  torch.int16: "ShortStorage", torch.int32: "IntStorage",
+                  torch.int64: "LongStorage", torch.bool: "BoolStorage",
+                  torch.float32: "FloatStorage", torch.float64: "DoubleStorage",
+                  torch.float16: "HalfStorage", torch.bfloat16: "BFloat16Storage"}
+
+
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
+@pytest.mark.parametrize("dtype", INT_FLOAT)
+def test_storage_setitem(dtype: torch.dtype) -> None:
+    storage_type = getattr(torch, _STORAGE_TYPES[dtype])
+    n = 10
+    s = storage_type(n)
+    s[:] = 0
+    ref = [0] * n
+    assert list(s) == list(storage_type(ref))
+    for i in range(n):
+        s[i] = i
+        ref[i] = i
+    assert s.tolist() == storage_type(ref).tolist()
+    ref[2:7] = [1] * 5
+    s[2:7] = 1
+    assert s.tolist() == storage_type(ref).tolist()
+
+
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
+@pytest.mark.parametrize("dtype", ALL_REAL)
+def test_tensor_storage_type(dtype: torch.dtype) -> None:
+    a = _make((10,), dtype)
+    assert a.storage_type() == getattr(torch, _STORAGE_TYPES[dtype])
+
+
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool, torch.float16])
+def test_tensor_from_storage(dtype: torch.dtype) -> None:
+    a = _make((4, 5, 3), dtype)
+    a_s = a.storage()
+    b = torch.tensor(a_s, dtype=dtype).reshape(a.size())
+    assert_equal(a, b)
+    for error_dtype in [torch.float32, torch.int64, torch.bool, torch.float16]:
+        if error_dtype == dtype:
+            continue
+        with pytest.raises(RuntimeError, match=r"Expected a Storage of type"):
+            torch.tensor(a.to(error_dtype).storage(), dtype=dtype)
+
+
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool, torch.float16])
+def test_set_storage(dtype: torch.dtype) -> None:
+    a = _make((4, 5, 3), dtype)
+    a_s = a.storage()
+    b = torch.tensor([], dtype=dtype).set_(a_s).reshape(a.size())
+    assert_equal(a, b)
+    for error_dtype in [torch.float32, torch.int64, torch.bool, torch.float16]:
+        if error_dtype == dtype:
+            continue
+        with pytest.raises(RuntimeError, match=r"Expected a Storage of type"):
+            torch.tensor([], dtype=dtype).set_(a.to(error_dtype).storage())
+
+
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
+def test_deepcopy() -> None:
+    a = torch.randn(5, 5)
+    b = torch.randn(5, 5)
+    c = a.view(25)
+    q = [a, [a.storage(), b.storage()], b, c]
+    w = copy.deepcopy(q)
+    assert_equal(w[0], q[0], atol=0, rtol=0)
+    assert w[1][0].tolist() == q[1][0].tolist()
+    assert w[1][1].tolist() == q[1][1].tolist()
+    assert_equal(w[2], q[2], atol=0, rtol=0)
+    w[0].add_(1)
+    for i in range(a.numel()):
+        assert w[1][0][i] == pytest.approx(q[1][0][i] + 1, rel=1e-6)
+    assert_equal(w[3], c + 1)
+    w[2].sub_(1)
+    for i in range(a.numel()):
+        assert w[1][1][i] == pytest.approx(q[1][1][i] - 1, rel=1e-6)
+    a.foo = 3
+    assert copy.deepcopy(a).foo == 3
+
+
+def test_deepcopy_scalar() -> None:
+    a = torch.tensor(5, dtype=torch.float32)
+    assert a.size() == copy.deepcopy(a).size()
+    assert_equal(a, copy.deepcopy(a))
+
+
+@pytest.mark.parametrize("op", ["add_", "mul_", "sub_", "div_", "addcmul_", "addcdiv_",
+                                "lerp_", "copy_"])
+def test_check_internal_mem_overlap(op: str) -> None:
+    nargs = {"addcmul_": 3, "addcdiv_": 3, "lerp_": 3}.get(op, 2)
+    inplace_op = getattr(torch.Tensor, op)
+    inp = torch.randn(1).expand(3, 3)
+    inputs = [inp] + [torch.randn_like(inp) for _ in range(nargs - 1)]
+    with pytest.raises(RuntimeError, match="single memory location"):
+        inplace_op(*inputs)
+
+
+def test_scalar_check() -> None:
+    zero_d = torch.randn(())
+    one_d = torch.randn((1,))
+    for fn in (torch.remainder, torch.fmod):
+        assert fn(zero_d, zero_d).shape == ()
+        assert fn(zero_d, 2).shape == ()
+        assert fn(zero_d, one_d).shape == (1,)
+        assert fn(one_d, zero_d).shape == (1,)
+    for fn in (torch.exp, torch.cos, torch.cosh, torch.tan, torch.atan, torch.acosh,
+               torch.asinh, torch.atanh, torch.tanh, torch.erf, torch.erfc, torch.reciprocal):
+        assert fn(zero_d).shape == ()
+        assert fn(one_d).shape == (1,)
+    assert torch.clamp(zero_d, min=0, max=1).shape == ()
+    assert torch.clamp(zero_d, min=0).shape == ()
+    assert torch.clamp(zero_d, max=1).shape == ()
+    assert torch.clamp(one_d, min=0, max=1).shape == (1,)
+    assert torch.clamp(one_d, min=0).shape == (1,)
+    assert torch.clamp(one_d, max=1).shape == (1,)
+    assert torch.logcumsumexp(zero_d, 0).shape == ()
+    assert torch.cumsum(zero_d, 0).shape == ()
+    assert torch.cumprod(zero_d, 0).shape == ()
+    assert torch.cummax(zero_d, 0)[0].shape == ()
+    assert torch.cummin(zero_d, 0)[0].shape == ()
+    for desc in (False, True):
+        assert [x.shape for x in torch.sort(zero_d, 0, desc)] == [(), ()]
+        assert [x.shape for x in torch.topk(zero_d, 1, 0, desc)] == [(), ()]
+    for fn in (torch.max, torch.min):
+        assert fn(zero_d, zero_d).shape == ()
+        assert fn(one_d, zero_d).shape == (1,)
+        assert fn(zero_d, one_d).shape == (1,)
+    zero_d_int = torch.tensor(1)
+    one_d_int = torch.tensor([1])
+    for op in ("__rshift__", "__lshift__", "__or__", "__and__"):
+        assert getattr(zero_d_int, op)(zero_d_int).shape == ()
+        assert getattr(zero_d_int, op)(1).shape == ()
+        assert getattr(one_d_int, op)(zero_d_int).shape == (1,)
+        assert getattr(zero_d_int, op)(one_d_int).shape == (1,)
+        assert getattr(one_d_int, op)(1).shape == (1,)
+    assert zero_d.clone().shape == ()
+    zero_d_bool = torch.tensor(True)
+    one_d_bool = torch.tensor([True])
+    assert torch.masked_select(zero_d_bool, zero_d_bool).shape == (1,)
+    assert torch.masked_select(zero_d_bool, one_d_bool).shape == (1,)
+    assert torch.masked_select(one_d_bool, zero_d_bool).shape == (1,)
+    for fn in (torch.mode, torch.max, torch.min):
+        assert [x.shape for x in fn(zero_d, dim=0, keepdim=True)] == [(), ()]
+        assert [x.shape for x in fn(zero_d, dim=0, keepdim=False)] == [(), ()]
+        assert [x.shape for x in fn(one_d, dim=0, keepdim=True)] == [(1,), (1,)]
+        assert [x.shape for x in fn(one_d, dim=0, keepdim=False)] == [(), ()]
+    for fn in (torch.amax, torch.amin):
+        assert fn(zero_d, dim=0, keepdim=True).shape == ()
+        assert fn(zero_d, dim=0, keepdim=False).shape == ()
+        assert fn(one_d, dim=0, keepdim=True).shape == (1,)
+        assert fn(one_d, dim=0, keepdim=False).shape == ()
+    assert zero_d.clone().set_(zero_d).shape == ()
+    assert one_d.clone().set_(zero_d).shape == ()
+    assert zero_d.clone().set_(one_d).shape == (1,)
+    assert one_d.clone().set_(one_d).shape == (1,)
+    assert torch.randn((2, 3)).take(zero_d_int).shape == ()
+    assert torch.randn((2, 3)).take(one_d_int).shape == (1,)
+    z64, o64 = torch.zeros((), dtype=torch.int64), torch.zeros((1,), dtype=torch.int64)
+    assert torch.gather(zero_d, 0, z64).shape == ()
+    assert torch.gather(zero_d, 0, o64).shape == (1,)
+    assert torch.gather(one_d, 0, z64).shape == ()
+    assert torch.gather(one_d, 0, o64).shape == (1,)
+    zero_d_ge_0 = torch.rand(())
+    assert torch.normal(zero_d, zero_d_ge_0).shape == ()
+    assert torch.normal(one_d, zero_d_ge_0).shape == (1,)
+    assert torch.normal(1, zero_d_ge_0).shape == ()
+    assert torch.normal(zero_d, 1).shape == ()
+    assert torch.normal(one_d, 1).shape == (1,)
+    w = torch.randn(2, 1, 3, 3).div_(2).requires_grad_()
+    for groups in (1, 2):
+        with pytest.raises(RuntimeError):
+            torch.nn.functional.conv2d(zero_d, w, groups=groups)
+    with pytest.raises(ValueError):
+        torch.nn.functional.nll_loss(zero_d, zero_d, reduction="none")
+    with pytest.raises(ValueError):
+        torch.nn.functional.nll_loss(zero_d, one_d, reduction="none")
+    for inp, target in ((torch.randn(1, 1), torch.tensor([0])),
+                        (torch.randn(1, 1, 1, 1), torch.tensor([[[0]]]))):
+        assert torch.nn.functional.nll_loss(inp, target, reduction="mean").shape == ()
+        assert torch.nn.functional.nll_loss(inp, target, reduction="sum").shape == ()
+
+
+def test_check_tensor_all() -> None:
+    check_fn = torch._check_tensor_all
+    with pytest.raises(TypeError, match="cond must be a tensor"):
+        check_fn(True)
+    with pytest.raises(TypeError, match="cond tensor must have dtype torch.bool"):
+        check_fn(torch.ones(1))
+    for size in [(), (1,), (10,), (1, 10), (10, 1, 1)]:
+        t_all_true = torch.ones(size, dtype=torch.bool)
+        t_all_false = torch.zeros(size, dtype=torch.bool)
+        check_fn(t_all_true)
+        with pytest.raises(RuntimeError, match="Expected cond to be True"):
+            check_fn(t_all_false)
+        if t_all_true.numel() > 1:
+            t_but_one = t_all_true.clone()
+            idx = (random.choice(range(dim_size)) for dim_size in size)
+            t_but_one[(..., *idx)] = False
+            with pytest.raises(RuntimeError, match="Expected cond to be True"):
+                check_fn(t_but_one)
+        with pytest.raises(RuntimeError, match="message"):
+            check_fn(t_all_false, lambda: "message")
+        with pytest.raises(RuntimeError, match=re.escape(str(torch.arange(4)))):
+            check_fn(t_all_false, lambda: torch.arange(4))
+        msg = f"{'test'} {[1, 2, 'a', True]} {True} {100} {torch.arange(4)}"
+        with pytest.raises(RuntimeError, match=re.escape(msg)):
+            check_fn(t_all_false, lambda: msg)
+
+
+def test_warn_always_caught(warn_always: None) -> None:
+    a = np.arange(10)
+    a.flags.writeable = False
+    for _ in range(2):
+        with pytest.warns(UserWarning, match=".*non-writable.*"):
+            torch.from_numpy(a)
+    with pytest.warns(UserWarning, match=".*non-writable.*"):
+        torch.from_numpy(a)
+        torch.from_numpy(a)
+
+
+def test_set_default_tensor_type_warnings(warn_always: None) -> None:
+    msg = ".*is deprecated as of PyTorch 2.1, please use torch.set_default_dtype().*"
+    try:
+        with pytest.warns(UserWarning, match=msg):
+            torch.set_default_tensor_type(torch.FloatTensor)
+    finally:
+        torch.set_default_dtype(torch.float32)
+
+
+def test_is_set_to() -> None:
+    t1 = torch.empty(3, 4, 9, 10)
+    t2 = torch.empty(3, 4, 9, 10)
+    t3 = torch.tensor([]).set_(t1)
+    t4 = t3.clone().resize_(12, 90)
+    assert not t1.is_set_to(t2)
+    assert t1.is_set_to(t3)
+    assert t3.is_set_to(t1)
+    assert not t1.is_set_to(t4)
+    assert not torch.tensor([]).is_set_to(torch.tensor([]))
+    t1 = torch.tensor([True, True], dtype=torch.bool)
+    t2 = torch.tensor([0], dtype=torch.bool).set_(t1)
+    assert t1.is_set_to(t2)
+    t1 = torch.empty([2, 3, 4])
+    t2 = t1.view(4, 3, 2)
+    assert not t1.is_set_to(t2)
+    assert not t2.is_set_to(t1)
+    t1 = torch.empty([2, 5, 0])
+    t2 = t1.view([0])
+    assert not t1.is_set_to(t2)
+    assert not t2.is_set_to(t1)
+
+
+def _select_broadcastable_dims(dims_full=None):
+    if dims_full is None:
+        ndims = random.randint(1, 4)
+        dims_full = [random.randint(1, 8) for _ in range(ndims)]
+    else:
+        ndims = len(dims_full)
+    smaller_ndims = random.randint(1, ndims)
+    dims_small: list[int] = []
+    dims_large: list[int] = []
+    for i in range(ndims - 1, -1, -1):
+        j = random.randint(1, 3)
+        if j == 1:
+            ds = dl = dims_full[i]
+        elif j == 2:
+            ds = dims_full[i]
+            dl = 1 if len(dims_small) < smaller_ndims else dims_full[i]
+        else:
+            ds, dl = 1, dims_full[i]
+        dims_large = [dl] + dims_large
+        if len(dims_small) < smaller_ndims:
+            dims_small = [ds] + dims_small
+    return dims_small, dims_large, dims_full
+
+
+@pytest.mark.parametrize("fn", ["dist", "atan2", "pow", "lerp", "add", "sub", "mul", "div",
+                                "fmod", "remainder", "eq", "ge", "gt", "le", "lt", "max", "min",
+                                "ne", "addcdiv", "addcmul", "masked_scatter", "masked_select",
+                                "masked_fill", "map", "map2", "copy"])
+def test_broadcast(fn: str) -> None:
+    fns_3_args = {"map2"}
+    fns_value_kwarg = {"addcdiv", "addcmul"}
+    dims_small, dims_large, dims_full = _select_broadcastable_dims()
+    full1d = torch.randn(*dims_full).flatten().float()
+    small = torch.randn(*dims_small).float()
+    large = torch.randn(*dims_large).float()
+    small2 = small2_expanded = None
+    if fn in fns_3_args or fn in fns_value_kwarg:
+        dims_small2, _, _ = _select_broadcastable_dims(dims_full)
+        small2 = torch.randn(*dims_small2).float()
+        small2_expanded = small2.expand(*dims_full)
+    expanded = {id(large): large.expand(*dims_full), id(small): small.expand(*dims_full),
+                id(small2): small2_expanded}
+    orders = [(large, small, small2), (small, large, small2), (small2, small, large),
+              (small2, large, small)]
+
+    def tensorfn(myfn, t1, t2):
+        if fn == "lerp":
+            return myfn(t1, 0.5)
+        if fn == "masked_select":
+            return myfn(t1 < 0)
+        if fn == "masked_scatter":
+            return myfn(t1 < 0.5, full1d)
+        if fn == "masked_fill":
+            return myfn(t1 < 0.5, 1.0)
+        if fn in fns_3_args:
+            return myfn(1, t1, t2)
+        if fn in fns_value_kwarg:
+            return myfn(t1, t2, value=1)
+        return myfn(t1)
+
+    if hasattr(expanded[id(large)], fn):
+        for first, second, third in orders:
+            if first is None:
+                break
+            r1 = tensorfn(getattr(expanded[id(first)], fn), expanded[id(second)],
+                          expanded.get(id(third)))
+            r2 = tensorfn(getattr(first, fn), second, third)
+            assert_equal(r1, r2)
+    if hasattr(torch, fn):
+        fntorch = getattr(torch, fn)
+
+        def torchfn(t1, t2, t3):
+            if fn == "lerp":
+                return fntorch(t1, t2, 0.5)
+            if fn == "masked_select":
+                return fntorch(t1, t2 < 0)
+            if fn == "masked_scatter":
+                return fntorch(t1, t2 < 0.5, full1d)
+            if fn == "masked_fill":
+                return fntorch(t1, t2 < 0.5, 1.0)
+            if fn in fns_3_args:
+                return fntorch(t1, 1.0, t2, t3)
+            if fn in fns_value_kwarg:
+                return fntorch(t1, t2, t3, value=1.0)
+            return fntorch(t1, t2)
+
+        for first, second, third in orders:
+            if first is None:
+                break
+            r1 = torchfn(expanded[id(first)], expanded[id(second)], expanded.get(id(third)))
+            r2 = torchfn(first, second, third)
+            assert_equal(r1, r2)
+
+
+def test_check_family() -> None:
+    for fn, err in ((torch._check, RuntimeError), (torch._check_index, IndexError),
+                    (torch._check_value, ValueError), (torch._check_type, TypeError),
+                    (torch._check_not_implemented, NotImplementedError)):
+        fn(True)
+        with pytest.raises(err, match=r"^Expected cond to be True, but got False\. \(Could"):
+            fn(False)
+        with pytest.raises(err, match="^custom 3$"):
+            fn(False, lambda: f"custom {3}")
+    with pytest.raises(TypeError, match="^cond must be a bool, but got <class 'int'>$"):
+        torch._check(1)
+    with pytest.raises(TypeError, match="cond must be a bool, but got a Tensor"):
+        torch._check(torch.tensor(True))
+    with pytest.raises(TypeError, match="^message must be a callable$"):
+        torch._check(False, "text")
+
+
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
+def test_typed_storage_indexing_and_sharing() -> None:
+    a = torch.arange(6.0).view(2, 3)
+    s = a.storage()
+    assert len(s) == 6 and s[1] == 1.0 and isinstance(s[1], float) and s[-1] == 5.0
+    s[0] = 5
+    assert a[0, 0].item() == 5.0
+    with pytest.raises(IndexError, match="^index 6 out of range for storage of size 6$"):
+        s[6]
+    with pytest.raises(IndexError, match="^index -7 out of range for storage of size 6$"):
+        s[-7]
+    with pytest.raises(RuntimeError, match="slices are only supported in UntypedStorage"):
+        s[1:3]
+    s[2:4] = 7
+    assert a.tolist() == [[5.0, 1.0, 7.0], [7.0, 4.0, 5.0]]
+    assert list(s) == [5.0, 1.0, 7.0, 7.0, 4.0, 5.0]
+    t = torch.tensor(s)  # PyTorch's tensor(storage) shares the storage
+    t[0] = 9
+    assert a[0, 0].item() == 9.0
+    b = torch.tensor([]).set_(s)
+    b[1] = -1
+    assert a[0, 1].item() == -1.0
+    assert torch.tensor(a[1].storage()).shape == (6,)
+    assert torch.Storage is torch.FloatStorage
+    assert torch.FloatStorage([1, 2]).tolist() == [1.0, 2.0]
+    assert isinstance(torch.FloatStorage(2), torch.FloatStorage)
+    assert isinstance(torch.FloatStorage(2), torch.TypedStorage)
+    assert not isinstance(torch.FloatStorage(2), torch.LongStorage)
+    assert torch.zeros(2, dtype=torch.uint16).storage_type() is None
+    with pytest.raises(RuntimeError, match=r"^Expected a Storage of type long int or an "
+                                           r"UntypedStorage, but got type Float for argument 1 "
+                                           r"'storage'$"):
+        torch.tensor([], dtype=torch.long).set_(s)
+    with pytest.raises(RuntimeError, match="^Expected a Storage of type Float or an "
+                                           "UntypedStorage, but got Long$"):
+        torch.tensor(torch.ones(2, dtype=torch.long).storage())
+
+
+def test_gather_zero_dim_index_of_one_dim_input() -> None:
+    # PyTorch's result has the index's shape: () (rt gave (1,))
+    x = torch.randn(3, requires_grad=True)
+    y = torch.gather(x, 0, torch.tensor(2))
+    assert y.shape == ()
+    y.backward()
+    assert x.grad.tolist() == [0.0, 0.0, 1.0]
