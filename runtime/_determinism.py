@@ -10,13 +10,17 @@ built), so every call runs the same code from one run to the next.
 
 from __future__ import annotations
 
-_state = {"mode": False, "warn_only": False}
+import warnings
+from typing import Any
+
+import numpy as np
+
+_state = {"mode": False, "warn_only": False, "fill_uninitialized_memory": True}
 
 
 def use_deterministic_algorithms(mode: bool, *, warn_only: bool = False) -> None:
     """Whether runs must give the same bits every time (PyTorch's signature and type checks;
-    ``warn_only`` is kept and reported as PyTorch keeps it: no op here has a
-    nondeterministic version to warn about)."""
+    ``warn_only``: the ops PyTorch alerts for on the CPU warn instead of raising)."""
     if type(mode) is not bool:
         raise TypeError(f"_set_deterministic_algorithms(): argument 'mode' (position 1) must be "
                         f"bool, not {type(mode).__name__}")
@@ -32,3 +36,35 @@ def are_deterministic_algorithms_enabled() -> bool:
 
 def is_deterministic_algorithms_warn_only_enabled() -> bool:
     return _state["warn_only"]
+
+
+def alert_not_deterministic(caller: str) -> None:
+    """PyTorch's alert for an op it has no deterministic CPU kernel for (``put_`` without
+    accumulate: which of several writes to one place wins is unspecified), while
+    deterministic algorithms are on: its RuntimeError, or its warning with ``warn_only``."""
+    if not _state["mode"]:
+        return
+    message = (f"{caller} does not have a deterministic implementation, but you set "
+               "'torch.use_deterministic_algorithms(True)'. You can turn off determinism just "
+               "for this operation, or you can use the 'warn_only=True' option, if that's "
+               "acceptable for your application. You can also file an issue at "
+               "https://github.com/pytorch/pytorch/issues to help us prioritize adding "
+               "deterministic support for this operation.")
+    if _state["warn_only"]:
+        warnings.warn(message, UserWarning, stacklevel=3)
+        return
+    raise RuntimeError(message)
+
+
+def uninitialized_fill(np_dtype: Any) -> Any:
+    """What PyTorch writes into new uninitialized memory (empty, resize_) while deterministic
+    algorithms and ``torch.utils.deterministic.fill_uninitialized_memory`` are on: NaN in a
+    float dtype, the largest value in an integer one, True in bool; else None (left as is)."""
+    if not (_state["mode"] and _state["fill_uninitialized_memory"]):
+        return None
+    dt = np.dtype(np_dtype)
+    if dt.kind == "b":
+        return True
+    if dt.kind in "iu":
+        return np.iinfo(dt).max
+    return np.nan

@@ -15,6 +15,7 @@ import numpy as np
 
 from . import _dtype as D
 from . import _torch_rng
+from ._determinism import uninitialized_fill
 from ._device import (
     array_module,
     canonical_device,
@@ -619,6 +620,8 @@ def _filled(shape: tuple[int, ...], value: Any, dtype: Any, device: Any,
     if value is not None and (dt.category == 1 or (  # PyTorch's overflow error, uint8's -1
             dt.is_floating_point and isinstance(value, (int, float, np.number)))):  # 255
         value = D.scalar_as(value, dt)
+    if value is None:  # PyTorch's deterministic fill of uninitialized memory, where it is on
+        value = uninitialized_fill(dt.np)
     tracer = active_tracer()
     if tracer is not None:
         arr = np.zeros(shape, dtype=dt.np) if value is None else np.full(shape, value, dt.np)

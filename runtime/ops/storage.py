@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from .._determinism import alert_not_deterministic, uninitialized_fill
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
 from ..tracing import GraphBreak
@@ -202,6 +203,9 @@ def _resized(xp: Any, data: Any, shape: tuple[int, ...], n: int) -> Any:
     new = xp.empty(offset + n, dtype=data.dtype)
     keep = min(offset + n, old.size)
     new[:keep] = old[:keep]
+    fill = uninitialized_fill(data.dtype)
+    if fill is not None:  # PyTorch fills the bytes past the old storage's only
+        new[keep:] = fill
     return new[offset:].reshape(shape)
 
 
@@ -213,6 +217,8 @@ def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
     """source's values written (or added) at the flat positions ``index`` of self."""
     from . import functional as F
 
+    if not accumulate:
+        alert_not_deterministic("put_")
     if source.numel() != index.numel():
         raise IndexError(f"put_(): Expected source and index to have the same number of "
                          f"elements, but got source.numel() = {source.numel()}, index.numel() = "
