@@ -435,6 +435,9 @@ def grid_sampler_3d(input: Tensor, grid: Tensor, interpolation_mode: int,  # noq
 
 
 def _grid_ranks(input: Tensor, grid: Tensor, rank: int) -> None:  # noqa: A002
+    from .resample import check_grid_common
+
+    check_grid_common(input, grid)  # first, as PyTorch's grid_sampler_2d/3d
     if input.ndim != rank or grid.ndim != rank:
         raise RuntimeError(f"grid_sampler(): expected {rank}D input and grid with same number "
                            f"of dimensions, but got input with sizes {list(input.shape)} and "

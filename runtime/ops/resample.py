@@ -431,6 +431,21 @@ def _reflect(x: Tensor, twice_low: float, twice_high: float) -> Tensor:
 
 def _check_grid(input: Tensor, grid: Tensor, mode: str) -> None:  # noqa: A002
     """PyTorch's grid_sampler checks, in its order."""
+    check_grid_common(input, grid)
+    shapes = f"input with sizes {list(input.shape)} and grid with sizes {list(grid.shape)}"
+    if input.ndim == 4 and grid.ndim != 4:
+        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of "
+                           f"dimensions, but got {shapes}")
+    if input.ndim != 4 and (input.ndim != 5 or grid.ndim != 5):
+        raise RuntimeError(f"grid_sampler(): expected 5D input and grid with same number of "
+                           f"dimensions, but got {shapes}")
+    if input.ndim == 5 and mode == "bicubic":
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
+
+
+def check_grid_common(input: Tensor, grid: Tensor) -> None:  # noqa: A002
+    """PyTorch's check_grid_sampler_common: the checks every grid sampler makes before its
+    own of the dimensions."""
     if input.dtype is not grid.dtype:
         raise RuntimeError(f"expected scalar type {D.scalar_type_name(input.dtype)} but found "
                            f"{D.scalar_type_name(grid.dtype)}")
@@ -446,14 +461,6 @@ def _check_grid(input: Tensor, grid: Tensor, mode: str) -> None:  # noqa: A002
             raise RuntimeError(f"grid_sampler(): expected input to have non-empty spatial "
                                f"dimensions, but input has sizes {list(input.shape)} with "
                                f"dimension {i} being empty")
-    if input.ndim == 4 and grid.ndim != 4:
-        raise RuntimeError(f"grid_sampler(): expected 4D input and grid with same number of "
-                           f"dimensions, but got {shapes}")
-    if input.ndim != 4 and (input.ndim != 5 or grid.ndim != 5):
-        raise RuntimeError(f"grid_sampler(): expected 5D input and grid with same number of "
-                           f"dimensions, but got {shapes}")
-    if input.ndim == 5 and mode == "bicubic":
-        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
 
 
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A002
