@@ -668,8 +668,12 @@ def bincount(input: Tensor, weights: Tensor | None = None, minlength: int = 0  #
         raise RuntimeError("minlength should be >= 0")
     if weights is not None and tuple(weights.shape) != tuple(input.shape):
         raise RuntimeError("weights should be 1-d and have the same length as input")
+    if not input.numel():  # PyTorch's early return: int64 zeros, with weights or without
+        from ..creation import zeros
+
+        return zeros(minlength, dtype=D.int64, device=input.device)
     data = input.detach().cpu().numpy()
-    if data.size and data.min() < 0:
+    if data.min() < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     size = max(int(data.max()) + 1 if data.size else 0, minlength)
     hits = F.eq(F.unsqueeze(input, 1), T._arange_along(size, 1, 2, input.device))
