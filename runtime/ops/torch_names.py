@@ -380,6 +380,7 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor,  # noqa
     from .extra_ops import check_index_source
 
     check_index_source("index_reduce", input, d, index, source)
+    _warn_index_reduce_beta()
     n = index.numel()
     shape = [1] * source.ndim
     if source.ndim:
@@ -387,6 +388,19 @@ def index_reduce(input: Tensor, dim: int, index: Tensor, source: Tensor,  # noqa
     idx = F.expand(F.reshape(F.cast(index, D.int64), tuple(shape)), *source.shape)
     return F.named(T.scatter_reduce(input, d, idx, source, reduce, include_self=include_self),
                    "IndexReduceBackward0")
+
+
+_INDEX_REDUCE_WARNED = [False]
+
+
+def _warn_index_reduce_beta() -> None:
+    """PyTorch's TORCH_WARN_ONCE that index_reduce is a beta API."""
+    from .settings import is_warn_always_enabled
+
+    if not _INDEX_REDUCE_WARNED[0] or is_warn_always_enabled():
+        _INDEX_REDUCE_WARNED[0] = True
+        warnings.warn("index_reduce() is in beta and the API may change at any time.",
+                      UserWarning, stacklevel=3)
 
 
 def index_reduce_(self: Tensor, dim: int, index: Tensor, source: Tensor, reduce: str, *,
