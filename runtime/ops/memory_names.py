@@ -516,11 +516,17 @@ def apply_(self: Tensor, callable: Callable[[Any], Any]) -> Tensor:  # noqa: A00
     return _write_values(self, [callable(v) for v in self._data.reshape(-1).tolist()])
 
 
+def _expanded_values(other: Tensor, self: Tensor) -> list[Any]:
+    """other's values expanded to self's shape (PyTorch's expand_inplace: expand's errors,
+    never self broadcast to other's) as a flat list."""
+    return other.detach().expand(*self.shape)._data.reshape(-1).tolist()
+
+
 def map_(self: Tensor, tensor: Tensor, callable: Callable[[Any, Any], Any]  # noqa: A002
          ) -> Tensor:
     """Each element replaced by callable(element, tensor's element) (tensor broadcast)."""
     _refuse_grad(self, "map_")
-    other = np.broadcast_to(tensor._data, self._data.shape).reshape(-1).tolist()
+    other = _expanded_values(tensor, self)
     return _write_values(self, [callable(a, b) for a, b in
                                 zip(self._data.reshape(-1).tolist(), other)])
 
@@ -529,8 +535,7 @@ def map2_(self: Tensor, x: Tensor, y: Tensor,
           callable: Callable[[Any, Any, Any], Any]) -> Tensor:  # noqa: A002
     """Each element replaced by callable(element, x's, y's) (x and y broadcast)."""
     _refuse_grad(self, "map2_")
-    xs = np.broadcast_to(x._data, self._data.shape).reshape(-1).tolist()
-    ys = np.broadcast_to(y._data, self._data.shape).reshape(-1).tolist()
+    xs, ys = _expanded_values(x, self), _expanded_values(y, self)
     return _write_values(self, [callable(a, b, c) for a, b, c in
                                 zip(self._data.reshape(-1).tolist(), xs, ys)])
 

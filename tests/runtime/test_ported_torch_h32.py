@@ -450,6 +450,58 @@ def test_broadcast(fn: str) -> None:
             r1 = torchfn(expanded[id(first)], expanded[id(second)], expanded.get(id(third)))
             r2 = torchfn(first, second, third)
             assert_equal(r1, r2)
+    large_expanded = expanded[id(large)]
+    if not hasattr(large_expanded, fn + "_"):
+        return
+    large_expanded_clone = large_expanded.clone()
+
+    def tensorfn_inplace(t0, t1, t2=None):
+        t0_fn = getattr(t0, fn + "_")
+        if fn == "lerp":
+            return t0_fn(t1, 0.5)
+        if fn == "masked_scatter":
+            return t0_fn(t1 < 0.5, full1d)
+        if fn == "masked_fill":
+            return t0_fn(t1 < 0.5, 1.0)
+        if fn == "map":
+            return t0_fn(t1, lambda x, y: x + y)
+        if fn == "map2":
+            return t0_fn(t1, t2, lambda x, y, z: x + y + z)
+        if fn in fns_3_args:
+            return t0_fn(1.0, t1, t2)
+        if fn in fns_value_kwarg:
+            return t0_fn(t1, t2, value=1.0)
+        return t0_fn(t1)
+
+    if 0 not in large_expanded.stride() and 0 not in large_expanded_clone.stride():
+        r1 = tensorfn_inplace(large_expanded, expanded[id(small)], small2_expanded)
+        r2 = tensorfn_inplace(large_expanded_clone, small, small2)
+        assert_equal(r1, r2)
+
+    def broadcastable(t0, t1, t2=None):
+        try:
+            t1.expand_as(t0)
+            if t2 is not None:
+                t2.expand_as(t0)
+        except RuntimeError:
+            return False
+        return True
+
+    def in_place_broadcastable(t0, t1, t2=None):
+        if not broadcastable(t0, t1, t2):
+            same_size = t0.numel() == t1.numel() and (t2 is None or t0.numel() == t2.numel())
+            if not same_size:
+                with pytest.raises(RuntimeError):
+                    tensorfn_inplace(t0, t1, t2)
+        else:
+            tensorfn_inplace(t0, t1, t2)
+
+    if fn not in fns_3_args and fn not in fns_value_kwarg:
+        in_place_broadcastable(small, large_expanded)
+        in_place_broadcastable(small, large)
+    else:
+        in_place_broadcastable(small2, expanded[id(small)], large_expanded)
+        in_place_broadcastable(small2, small, large)
 
 
 def test_check_family() -> None:
@@ -514,3 +566,149 @@ def test_gather_zero_dim_index_of_one_dim_input() -> None:
     assert y.shape == ()
     y.backward()
     assert x.grad.tolist() == [0.0, 0.0, 1.0]
+
+
+@pytest.fixture
+def deterministic():
+    """PyTorch's DeterministicGuard(True): deterministic algorithms on (and the fill of
+    uninitialized memory on, its default), put back after."""
+    import runtime.utils.deterministic as det
+
+    mode = torch.are_deterministic_algorithms_enabled()
+    warn_only = torch.is_deterministic_algorithms_warn_only_enabled()
+    fill = det.fill_uninitialized_memory
+    torch.use_deterministic_algorithms(True)
+    det.fill_uninitialized_memory = True
+    yield
+    torch.use_deterministic_algorithms(mode, warn_only=warn_only)
+    det.fill_uninitialized_memory = fill
+
+
+def _fill_value(dtype: torch.dtype):
+    if dtype.is_floating_point:
+        return None
+    return True if dtype == torch.bool else torch.iinfo(dtype).max
+
+
+def _is_uninit_fill(t: torch.Tensor) -> bool:
+    want = _fill_value(t.dtype)
+    return bool(t.isnan().all()) if want is None else bool(t.eq(want).all())
+
+
+@pytest.mark.parametrize("dtype", ALL_REAL)
+def test_deterministic_empty(dtype: torch.dtype, deterministic: None) -> None:
+    gen_fns = [
+        lambda: torch.empty(10, 9, dtype=dtype),
+        lambda: torch.empty(10, 9, out=torch.zeros(1, dtype=dtype)),
+        lambda: torch.empty_like(torch.zeros(10, 9, dtype=dtype)),
+        lambda: torch.empty_strided((10, 9), (1, 5), dtype=dtype),
+        lambda: torch.empty_permuted((2, 3, 5), (1, 0, 2), dtype=dtype),
+        lambda: torch.zeros(2, dtype=dtype).new_empty(4, 3),
+    ]
+    for gen_fn in gen_fns:
+        assert _is_uninit_fill(gen_fn())
+
+
+def test_deterministic_empty_off_without_fill(deterministic: None) -> None:
+    import runtime.utils.deterministic as det
+
+    det.fill_uninitialized_memory = False
+    assert torch.empty(3).shape == (3,)  # left as it is: nothing to check but no fill
+    with pytest.raises(RuntimeError, match="^expected a bool, but got int$"):
+        det.fill_uninitialized_memory = 1
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.bool, torch.uint8])
+def test_deterministic_resize(dtype: torch.dtype, deterministic: None) -> None:
+    test_cases = [((10,), (1,), (5,)), ((10,), (0,), (10,)), ((10,), (1,), (20,)),
+                  ((2, 3, 4), None, (2, 3, 4)), ((2, 3, 4), None, (6, 3, 4)),
+                  ((2, 3, 4), None, (3, 4, 5))]
+    for size, stride, resize_size in test_cases:
+        if stride is None:
+            a = torch.zeros(size, dtype=dtype)
+        else:
+            a = torch.empty_strided(size, stride, dtype=dtype).fill_(0)
+        old = a.clone().reshape(-1)
+        old_numel = max(a.numel() if stride != (0,) else 1, 1)
+        a.resize_(resize_size)
+        flat = a.reshape(-1)
+        if flat.numel() > old_numel and stride != (0,):
+            assert_equal(flat[:old_numel], old[:old_numel])
+            assert _is_uninit_fill(flat[old_numel:])
+
+
+def test_nondeterministic_alert_put(deterministic: None) -> None:
+    a = torch.randn(10)
+    indices = torch.tensor([0, 0])
+    values = torch.tensor([0.0, 1.0])
+    msg = "put_ does not have a deterministic implementation, but you set " \
+          "'torch.use_deterministic_algorithms\\(True\\)'"
+    for op_call in [torch.Tensor.put, torch.Tensor.put_]:
+        with pytest.raises(RuntimeError, match=msg):
+            op_call(a, indices, values, accumulate=False)
+        op_call(a, indices, values, accumulate=True)  # deterministic on the CPU
+    torch.use_deterministic_algorithms(True, warn_only=True)
+    with pytest.warns(UserWarning, match=msg):
+        a.put_(indices, values)
+
+
+def test_nondeterministic_alert_cpu_quiet(deterministic: None) -> None:
+    # the CUDA-only alerts: none on the CPU
+    a = torch.randn(10, dtype=torch.double)
+    torch.kthvalue(a, 5)
+    a.median(0)
+    torch.median(a)
+    torch.cumsum(a, 0)
+    torch.histc(torch.tensor([]), min=0, max=3)
+    torch.bincount(torch.tensor([], dtype=torch.long), torch.tensor([]))
+    torch.zeros(3).index_add_(0, torch.tensor([0, 0]), torch.ones(2))
+    torch.zeros(3).scatter_add_(0, torch.tensor([0, 0]), torch.ones(2))
+    torch.zeros(3).index_put_((torch.tensor([0, 0]),), torch.ones(2), accumulate=True)
+
+
+def test_invalid_shapes_grid_sampler() -> None:
+    err = "expected grid and input to have same batch size"
+    for inp, grid in (((5, 5, 5, 5, 5), (1, 1, 1, 4, 4)), ((5, 5, 5, 5), (1, 1, 4, 4))):
+        x = make_tensor(inp, torch.float64, requires_grad=True)
+        g = make_tensor(grid, torch.float64, low=-1, high=1, requires_grad=True)
+        for fn in (torch.grid_sampler, torch.grid_sampler_2d, torch.grid_sampler_3d):
+            with pytest.raises(RuntimeError, match=err):
+                fn(x, g, 0, 0, True)
+
+
+def test_dist() -> None:
+    def run_test(x, y):
+        for p in [0, 1, 2, 3, 4, inf, -inf]:
+            assert_equal(torch.dist(x, y, p), torch.norm(x - y, p))
+
+    run_test(torch.randn(5), torch.randn(5))
+    x = torch.zeros(3)
+    y = torch.zeros(3)
+    y[1] = 1.0
+    run_test(x, y)
+
+
+def test_bincount_empty_is_int64_zeros() -> None:
+    # PyTorch's early return for an empty input: int64 zeros of minlength, weights or not
+    for weights in (None, torch.tensor([]), torch.tensor([], dtype=torch.float64)):
+        out = torch.bincount(torch.tensor([], dtype=torch.long), weights, minlength=3)
+        assert_equal(out, torch.zeros(3, dtype=torch.int64))
+
+
+def test_index_reduce_beta_warning(warn_always: None) -> None:
+    with pytest.warns(UserWarning, match=r"^index_reduce\(\) is in beta and the API may "
+                                         r"change at any time\.$"):
+        torch.zeros(3).index_reduce_(0, torch.tensor([0]), torch.ones(1), "prod")
+
+
+def test_map_expands_other_as_expand_inplace() -> None:
+    # PyTorch's map_/map2_ expand the others to self (expand's errors); rt's numpy
+    # broadcast_to raised numpy's ValueError
+    a = torch.zeros(1, 7, 1)
+    with pytest.raises(RuntimeError, match=r"The expanded size of the tensor \(1\) must match "
+                                           r"the existing size \(6\) at non-singleton dimension"):
+        a.map_(torch.ones(8, 7, 6), lambda x, y: x + y)
+    with pytest.raises(RuntimeError, match="The expanded size of the tensor"):
+        a.map2_(torch.ones(7, 1), torch.ones(8, 7, 6), lambda x, y, z: x + y + z)
+    out = torch.zeros(2, 2).map_(torch.tensor([1.0, 2.0]), lambda x, y: x + y)
+    assert_equal(out, torch.tensor([[1.0, 2.0], [1.0, 2.0]]))
