@@ -80,7 +80,9 @@ def _fma64(a: Any, b: Any, c: Any) -> np.ndarray:
     t = (p - (s - bb)) + (c - bb)
     with np.errstate(invalid="ignore", over="ignore"):
         out = s + (t + err)
-    return np.where(np.isfinite(p), out, s)
+    # an infinite product or sum (an infinite c, an overflow) is the fused result itself:
+    # its error terms are inf - inf, NaN
+    return np.where(np.isfinite(p) & np.isfinite(s), out, s)
 
 
 def raw32(rng: Any, n: int) -> np.ndarray:
