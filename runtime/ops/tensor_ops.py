@@ -114,6 +114,12 @@ def _check_dim_range(x: Tensor, index: Tensor, dim: int, name: str, src: Any = N
         raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
 
 
+def _empty_of_other_rank(index: Tensor, x: Tensor) -> bool:
+    """Whether ``index`` is empty and of another rank than ``x``: PyTorch checks no shape of
+    an empty index and scatters nothing (x unchanged), where the index grid has no key."""
+    return not index.numel() and index.ndim != x.ndim
+
+
 def _grid_key(index: Tensor, dim: int) -> tuple[tuple[Any, ...], list[Tensor]]:
     """The advanced-indexing key that reads x[i0, .., index[i], .., in] for every position i
     of ``index``: a broadcast index grid per other dimension, ``index`` itself along ``dim``."""
@@ -425,6 +431,8 @@ def scatter(input: Tensor, dim: int, index: Tensor, src: Any = None, *, value: A
     index = _scatter_index(index, "scatter")
     _check_dim_range(input, index, d, "scatter", src if src is not None else value)
     _check_index_values(index, input, d)
+    if _empty_of_other_rank(index, input):
+        return F.clone(input)
     src = _scatter_src(src if src is not None else value, index, input, "scatter")
     if reduce is not None:
         if reduce not in ("add", "multiply"):
@@ -469,6 +477,8 @@ def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: 
     index = _scatter_index(index, "scatter")
     _check_dim_range(input, index, d, "scatter_reduce", src)
     _check_index_values(index, input, d)
+    if _empty_of_other_rank(index, input):
+        return F.clone(input)
     src = _scatter_src(src, index, input, "scatter_reduce")
     if reduce in ("sum", "mean"):
         base = input if include_self else scatter(input, d, index, value=0)
@@ -494,6 +504,8 @@ def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     index = _scatter_index(index, "scatter")
     _check_dim_range(input, index, d, "scatter_add", src)
     _check_index_values(index, input, d)
+    if _empty_of_other_rank(index, input):
+        return F.clone(input)
     src = _scatter_src(src, index, input, "scatter_add")
     key, idx = _grid_key(index, d)
     return F.add(input, F.index_backward(src, *idx, key=key, shape=input.shape))
