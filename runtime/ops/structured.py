@@ -19,6 +19,7 @@ from .. import _dtype as D
 from ..amp.policy import autocast_exclude, autocast_fp32, autocast_lower
 from ..autograd.grad_mode import _state as _grad_state
 from ..tensor import Tensor
+from ..tracing import active_tracer
 from . import functional as F
 from . import tensor_ops as T
 from .layouts import factory_options
@@ -242,7 +243,14 @@ def _pnorm_last(diff: Tensor, p: float) -> Tensor:
         return F.sum(F.abs(diff), -1)
     if p == 2:
         return _safe_root(F.sum(F.mul(diff, diff), -1), 2)
-    return _safe_root(F.sum(F.pow(F.abs(diff), p), -1), p)
+    return _safe_root(F.sum(_safe_abs_pow(diff, p), -1), p)
+
+
+def _safe_abs_pow(x: Tensor, p: float) -> Tensor:
+    """|x| ** p with a zero gradient where x == 0: PyTorch's norm and cdist backward mask it
+    there (|0| ** (p - 1) is inf for p < 1, times sign(0): NaN)."""
+    zero = F.eq(x, 0)
+    return F.where(zero, 0.0, F.pow(F.abs(F.where(zero, 1.0, x)), p))
 
 
 _CDIST_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
@@ -511,6 +519,8 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,  
         w = aweights if w is None else F.mul(w, aweights)
     if w is None:  # an integer input's sum divided in the default float dtype, as PyTorch's
         avg = F.div(F.sum(x, 1, keepdim=True), n)
+        if n - correction <= 0:
+            _warn_cov_dof()
         norm: Any = max(0, n - correction)
     else:
         w_sum = F.sum(w)
@@ -519,13 +529,30 @@ def cov(input: Tensor, *, correction: int = 1, fweights: Tensor | None = None,  
             norm = w_sum
         elif aweights is None:
             norm = F.sub(w_sum, correction)
+        elif fweights is None and n == 1 and correction == 1:
+            norm = 0.0  # PyTorch's exact 0 here (its formula rounds to +-1 ulp), as numpy's
         else:
             norm = F.sub(w_sum, F.div(F.mul(F.sum(F.mul(w, aweights)), correction), w_sum))
-        norm = F.clamp(norm, 0.0, None)
-    xm = F.sub(x, avg)
+        if isinstance(norm, Tensor):
+            if active_tracer() is None and bool(F.le(norm, 0)):  # a captured step reads none
+                _warn_cov_dof()
+            norm = F.clamp(norm, 0.0, None)
+        else:
+            _warn_cov_dof()
+    if n == 1 and (fweights is None) != (aweights is None):
+        # PyTorch's: one observation with one kind of weights is its own weighted mean, so
+        # x - avg is exactly 0 (an integer input's in float32), as numpy's
+        xm = F.zeros_like(x if x.dtype.is_floating_point else F.cast(x, D.float32))
+    else:
+        xm = F.sub(x, avg)
     xw = xm if w is None else F.mul(xm, w)
     c = F.div(F.matmul(xw, F.transpose(xm, 0, 1)), norm)
     return F.reshape(c, ()) if x.shape[0] == 1 else c  # one variable: 0-d, as PyTorch's
+
+
+def _warn_cov_dof() -> None:
+    warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less than "
+                  "the number of observations.", UserWarning, stacklevel=3)
 
 
 def _check_cov(input: Tensor, name: str) -> None:  # noqa: A002

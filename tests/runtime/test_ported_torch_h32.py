@@ -15,6 +15,7 @@ import copy
 import math
 import random
 import re
+from itertools import product
 
 import numpy as np
 import pytest
@@ -712,3 +713,310 @@ def test_map_expands_other_as_expand_inplace() -> None:
         a.map2_(torch.ones(7, 1), torch.ones(8, 7, 6), lambda x, y, z: x + y + z)
     out = torch.zeros(2, 2).map_(torch.tensor([1.0, 2.0]), lambda x, y: x + y)
     assert_equal(out, torch.tensor([[1.0, 2.0], [1.0, 2.0]]))
+
+
+# ------------------------------------------------- scatter/gather, random sampling, distances
+
+
+@pytest.mark.parametrize("det", [False, True])
+def test_gather_backward_one_dim(det: bool) -> None:
+    torch.use_deterministic_algorithms(det)
+    try:
+        m = random.randint(20, 30)
+        elems = random.randint(10 * m, 20 * m)
+        src = torch.randn(m, requires_grad=True)
+        idx = torch.randint(m, (elems,))
+        res = torch.gather(src, 0, idx)
+        weight = torch.rand_like(res) * 10 ** 6
+        res.backward(weight)
+        expected = torch.zeros_like(src)
+        for i in range(elems):
+            expected[idx[i]] += weight[i]
+        assert_equal(src.grad, expected, rtol=1e-5, atol=1e-2)
+    finally:
+        torch.use_deterministic_algorithms(False)
+
+
+def test_scatter_add_one_dim_deterministic(deterministic: None) -> None:
+    m = random.randint(20, 30)
+    elems = random.randint(20 * m, 30 * m)
+    src = torch.randn(elems)
+    idx = torch.randint(m, (elems,))
+    x = torch.zeros(m)
+    res = x.scatter_add(0, idx, src)
+    for _ in range(3):
+        res_next = x.scatter_add(0, idx, src)
+        assert_equal(res, res_next, atol=0, rtol=0)
+        res = res_next
+    expected = torch.zeros(m)
+    for i in range(elems):
+        expected[idx[i]] += src[i]
+    assert_equal(res, expected, atol=1e-4, rtol=1e-5)
+
+
+def test_scatter_zero_size_index() -> None:
+    null_index = torch.zeros((0, 4), dtype=torch.int64)
+    null_arr = torch.zeros((0, 4))
+    original = torch.arange(4, dtype=torch.float32)
+    assert_equal(original.scatter(0, null_index, null_arr), original, atol=0, rtol=0)
+    # the same for the rest of the family (PyTorch checks no shape of an empty index)
+    assert_equal(original.scatter(0, null_index, 1.0), original)
+    assert_equal(original.scatter_add(0, null_index, null_arr), original)
+    assert_equal(original.scatter_reduce(0, null_index, null_arr, "amax"), original)
+
+
+FLOAT_HALF = [torch.float32, torch.float64, torch.float16, torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", FLOAT_HALF)
+def test_log_normal_exponential_cauchy(dtype: torch.dtype) -> None:
+    for a in (torch.tensor([10], dtype=dtype).log_normal_(),
+              torch.tensor([10], dtype=dtype).exponential_(0.5),
+              torch.tensor([10], dtype=dtype).cauchy_(0.0, 0.5)):
+        assert a.dtype == dtype
+        assert a.size() == torch.Size([1])
+    assert torch.empty((1,), dtype=dtype).exponential_(float("inf")).item() == 0
+    with pytest.raises(RuntimeError):
+        torch.empty((1,), dtype=dtype).exponential_(-0.5)
+    assert torch.empty((1,), dtype=dtype).cauchy_(float("inf"), 0.5).item() == float("inf")
+    with pytest.raises(RuntimeError):
+        torch.empty((1,), dtype=dtype).cauchy_(0.0, 0.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32,
+                                   torch.int64] + FLOAT_HALF)
+def test_geometric(dtype: torch.dtype) -> None:
+    a = torch.tensor([10], dtype=dtype).geometric_(0.5)
+    assert a.dtype == dtype
+    assert a.size() == torch.Size([1])
+
+
+def test_repeat_interleave() -> None:
+    y = torch.tensor([[1, 2], [3, 4]])
+    assert y.repeat_interleave(2).size() == torch.Size([8])
+    for dtype in [torch.int, torch.long]:
+        lengths = torch.tensor([1, 2], dtype=dtype)
+        output_size = torch.sum(lengths)
+        a = torch.repeat_interleave(y, lengths, dim=0)
+        assert a.dtype == y.dtype
+        assert a.size() == torch.Size([3, 2])
+        a = torch.repeat_interleave(y, lengths, dim=0, output_size=output_size)
+        assert a.dtype == y.dtype
+        assert a.size() == torch.Size([3, 2])
+
+
+def _is_binary(t: torch.Tensor) -> bool:
+    return torch.ne(t, 0).mul_(torch.ne(t, 1)).sum().item() == 0
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_bernoulli_p(dtype: torch.dtype) -> None:
+    for trivial_p in ([0, 1], [1, 0, 1, 1, 0, 1]):
+        x = torch.tensor(trivial_p, dtype=dtype)
+        assert x.bernoulli().tolist() == trivial_p
+    assert _is_binary(torch.rand(5, 5, dtype=dtype).bernoulli())
+    assert _is_binary(torch.rand(5, dtype=dtype).expand(5, 5).bernoulli())
+    p = torch.rand(5, 5, dtype=dtype)
+    torch.bernoulli(torch.rand_like(p), out=p)
+    assert _is_binary(p)
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int64, torch.bool, torch.float32,
+                                   torch.float64])
+def test_bernoulli_self(dtype: torch.dtype) -> None:
+    t = torch.empty(10, 10, dtype=dtype)
+    t.fill_(2 if dtype != torch.bool else 1)
+    t.bernoulli_(0.5)
+    assert _is_binary(t)
+    for p_dtype in [torch.float32, torch.float64]:
+        p = torch.rand(10, dtype=p_dtype).expand(10, 10)
+        t.fill_(2 if dtype != torch.bool else 1)
+        t.bernoulli_(p)
+        assert _is_binary(t)
+        torch.bernoulli(torch.rand_like(t, dtype=p_dtype), out=t)
+        assert _is_binary(t)
+        t.bernoulli_(torch.rand_like(t, dtype=p_dtype))
+        assert _is_binary(t)
+
+
+def _correlation_tensors(dtype: torch.dtype):
+    yield make_tensor((0, 0), dtype)
+    yield make_tensor((1, 0), dtype)
+    yield make_tensor((0, 1), dtype)
+    yield make_tensor((2,), dtype)
+    yield make_tensor((2, 1), dtype)
+    yield make_tensor((2, 2), dtype)
+    yield make_tensor((2, 3), dtype)
+    yield make_tensor((5, 10), dtype)
+    yield make_tensor((5, 20), dtype)[:, ::2]
+    if dtype != torch.int:
+        yield torch.tensor([0, -2, nan, 10.2, inf], dtype=dtype)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("dtype", [torch.int, torch.float])
+def test_corrcoef(dtype: torch.dtype) -> None:
+    for x in _correlation_tensors(dtype):
+        res = torch.corrcoef(x)
+        ref = np.corrcoef(x.cpu().numpy())
+        assert_equal(res, torch.from_numpy(np.asarray(ref)), exact_dtype=False)
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("dtype", [torch.int, torch.float])
+def test_cov(dtype: torch.dtype) -> None:
+    def check(t, correction=1, fweights=None, aweights=None):
+        res = torch.cov(t, correction=correction, fweights=fweights, aweights=aweights)
+        ref = np.cov(t.numpy(), ddof=correction,
+                     fweights=None if fweights is None else fweights.numpy(),
+                     aweights=None if aweights is None else aweights.numpy())
+        assert_equal(res, torch.from_numpy(np.asarray(ref)), atol=1e-05, rtol=1e-05,
+                     exact_dtype=False)
+
+    for x in _correlation_tensors(dtype):
+        check(x)
+        num_observations = x.numel() if x.ndim < 2 else x.size(1)
+        if num_observations > 0:
+            fweights = torch.randint(1, 10, (num_observations,))
+            aweights = make_tensor((num_observations,), torch.float, low=1)
+            for correction, fw, aw in product([0, 1, 2], [None, fweights], [None, aweights]):
+                check(x, correction, fw, aw)
+
+
+def test_pairwise_distance_empty() -> None:
+    x, y = torch.randn(2, 0), torch.randn(2, 0)
+    assert_equal(torch.zeros(2), torch.pairwise_distance(x, y))
+    assert_equal(torch.zeros((2, 1)), torch.pairwise_distance(x, y, keepdim=True))
+    x, y = torch.randn(0, 2), torch.randn(0, 2)
+    assert_equal(torch.zeros(0), torch.pairwise_distance(x, y))
+    assert_equal(torch.zeros((0, 1)), torch.pairwise_distance(x, y, keepdim=True))
+
+
+def test_pdist_empty() -> None:
+    assert_equal(torch.empty(0), torch.pdist(torch.randn(0, 2)))
+    assert_equal(torch.empty(0), torch.pdist(torch.randn(1, 2)))
+    assert_equal(torch.zeros(3), torch.pdist(torch.randn(3, 0)))
+
+
+def test_cdist_empty() -> None:
+    assert_equal(torch.empty(0, 4), torch.cdist(torch.randn(0, 5), torch.randn(4, 5)))
+    assert_equal(torch.empty(2, 0), torch.cdist(torch.randn(2, 5), torch.randn(0, 5)))
+    assert_equal(torch.zeros(2, 3), torch.cdist(torch.randn(2, 0), torch.randn(3, 0)))
+    assert_equal(torch.empty(2, 0), torch.cdist(torch.randn(2, 0), torch.randn(0, 0)))
+
+
+def _brute_cdist(x, y, p=2):
+    r1, r2 = x.shape[-2], y.shape[-2]
+    if r1 == 0 or r2 == 0:
+        return torch.empty(r1, r2)
+    return torch.norm(x[..., None, :] - y[..., None, :, :], p=p, dim=-1)
+
+
+@pytest.mark.parametrize("batch", [(), (2, 3)])
+def test_cdist_norm(batch: tuple[int, ...]) -> None:
+    for r1, m, r2 in [(3, 2, 4), (5, 4, 7), (6, 10, 8)]:
+        for p in [0, 1, 2, 3, 1.5, 2.5, float("inf")]:
+            x = torch.randn(*batch, r1, m)
+            y = torch.randn(*batch, r2, m)
+            if p == 2:
+                for cm in ["use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"]:
+                    actual = torch.cdist(x, y, p=2, compute_mode=cm)
+                    assert_equal(_brute_cdist(x, y, p=2), actual, rtol=0, atol=0.02)
+            else:
+                assert_equal(_brute_cdist(x, y, p=p), torch.cdist(x, y, p=p))
+
+
+def test_cdist_non_contiguous() -> None:
+    for cm in ["use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"]:
+        for x, y in ((torch.randn(5, 7).mT, torch.randn(5, 3).mT),
+                     (torch.randn(7, 5), torch.randn(5, 3).t()),
+                     (torch.randn(5, 7).t(), torch.randn(3, 5)),
+                     (torch.randn(4, 3, 2, 5, 7).mT, torch.randn(4, 3, 2, 5, 3).mT),
+                     (torch.randn(4, 5, 7).mT, torch.randn(4, 3, 5))):
+            assert_equal(_brute_cdist(x, y, p=2), torch.cdist(x, y, p=2, compute_mode=cm))
+
+
+def test_cdist_grad_p_lt_1_no_nan() -> None:
+    for p in [0.99, 0.7, 0.5, 0.1, 0.01]:
+        x = torch.randn(1, 2)
+        y = x.clone().detach() + torch.tensor([[1.0, 0.0]])
+        x.requires_grad = True
+        y.requires_grad = True
+        result = torch.cdist(x, y, p=p)
+        result.backward(torch.ones_like(result))
+        assert not torch.isnan(x.grad).any()
+        assert not torch.isnan(y.grad).any()
+
+
+def test_cdist_same_inputs() -> None:
+    for p in [0, 1, 2, 3, 1.5, 2.5, float("inf")]:
+        x = torch.randn((1, 9, 8))
+        dist_grad = torch.randn((1, 9, 9))
+        y = x.clone()
+        x.requires_grad = True
+        d = torch.cdist(x, y, p=p)
+        d.backward(dist_grad)
+        assert torch.isfinite(x.grad).all()
+
+
+@pytest.mark.parametrize("op", ["cumsum", "cumprod"])
+def test_cumsum_cumprod(op: str) -> None:
+    x = torch.rand(10, 10)
+    res1 = getattr(torch, op)(x, 1)
+    res2 = torch.tensor([])
+    getattr(torch, op)(x, 1, out=res2)
+    assert_equal(res1, res2)
+    getattr(x, op + "_")(1)
+    assert_equal(res1, x)
+    a = torch.tensor([[True, False, True], [False, False, False], [True, True, True]])
+    b = a.byte()
+    want = {("cumsum", 0): [[1, 0, 1], [1, 0, 1], [2, 1, 2]],
+            ("cumsum", 1): [[1, 1, 2], [0, 0, 0], [1, 2, 3]],
+            ("cumprod", 0): [[1, 0, 1], [0, 0, 0], [0, 0, 0]],
+            ("cumprod", 1): [[1, 0, 0], [0, 0, 0], [1, 1, 1]]}
+    for dim in (0, 1):
+        a_res = getattr(torch, op)(a, dim)
+        b_res = getattr(torch, op)(b, dim)
+        assert_equal(a_res, b_res)
+        assert_equal(a_res, torch.tensor(want[op, dim]))
+    for shape in [[2, 0], [2, 1, 4], [0, 2, 3], [1], [5]]:
+        for dim in range(len(shape)):
+            raw = torch.zeros(*shape, requires_grad=True)
+            getattr(raw, op)(dim=dim).sum().backward()
+            assert raw.shape == raw.grad.shape
+    raw = torch.tensor(3.0, requires_grad=True)
+    integrated = getattr(raw, op)(dim=-1)
+    assert_equal(raw, integrated)
+    integrated.sum().backward()
+    assert raw.shape == raw.grad.shape
+
+
+def test_infinite_location_samples() -> None:
+    # PyTorch's fused median + sigma * x of an infinite median is inf (rt's error terms of the
+    # emulated fma made it NaN); normal_ shares the path
+    assert torch.empty(3).cauchy_(float("inf"), 0.5).isinf().all()
+    assert torch.empty(3, dtype=torch.float64).normal_(float("inf"), 1.0).isinf().all()
+    assert torch.empty(3).normal_(-float("inf"), 1.0).eq(-float("inf")).all()
+
+
+def test_dist_grad_p_lt_1_zero_diff() -> None:
+    # PyTorch's norm backward masks |0| ** (p - 1) to 0: no NaN where the difference is 0
+    x = torch.tensor([0.3, -0.2], requires_grad=True)
+    for p in (0.5, 0.99):
+        (g,) = torch.autograd.grad(torch.dist(x, torch.tensor([1.3, -0.2]), p), x)
+        assert_equal(g, torch.tensor([-1.0, 0.0]))
+
+
+def test_cov_one_observation_corner_cases() -> None:
+    # PyTorch's corner cases (as numpy's): one observation with aweights and correction 1 has
+    # an exact 0 normalizer (NaN), x - avg is exactly 0 with one kind of weights, and a
+    # normalizer <= 0 warns
+    x = torch.tensor([[0.3], [-1.7]])
+    for a in (6.1306252, 3.0999577, 7.25):
+        with pytest.warns(UserWarning, match=r"^cov\(\): degrees of freedom is <= 0"):
+            out = torch.cov(x, aweights=torch.tensor([a]))
+        assert out.isnan().all()
+    out = torch.cov(torch.tensor([[1], [3]]), fweights=torch.tensor([2]))
+    assert_equal(out, torch.zeros(2, 2))
+    with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
+        assert torch.cov(torch.tensor([[1.0, 2.0]]), correction=2).isinf()
