@@ -208,6 +208,9 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
     if n < 0:
         raise RuntimeError(f"order must be non-negative but got {n}")
     d = _dim(input, dim)
+    for other in (prepend, append):
+        if other is not None:
+            _check_diff_part(input, other, d)
     parts = [p for p in (prepend, input, append) if p is not None]
     out = F.cat(parts, d) if len(parts) > 1 else input
     head = (slice(None),) * d
@@ -217,6 +220,18 @@ def diff(input: Tensor, n: int = 1, dim: int = -1, prepend: Tensor | None = None
         later, earlier = out[head + (slice(1, None),)], out[head + (slice(None, -1),)]
         out = logical_xor(later, earlier) if out.dtype is D.bool_ else F.sub(later, earlier)
     return out
+
+
+def _check_diff_part(input: Tensor, other: Tensor, d: int) -> None:  # noqa: A002
+    """PyTorch's checks of a diff's prepend/append: input's rank, input's sizes but d's."""
+    if other.ndim != input.ndim:
+        raise RuntimeError("diff expects prepend or append to be the same dimension as input")
+    for i in range(input.ndim):
+        if i != d and other.shape[i] != input.shape[i]:
+            raise RuntimeError(f"diff expects the shape of tensor to prepend or append to match "
+                               f"that of input except along the differencing dimension; "
+                               f"input.size({i}) = {input.shape[i]}, but got tensor.size({i}) = "
+                               f"{other.shape[i]}")
 
 
 @renamed_backward("Rot90Backward0")
