@@ -72,6 +72,7 @@ _OUT_DTYPE_TEXTS = {
     "amax": "Expected the dtype for input and out to match, but got {result} for input's dtype "
             "and {out} for out's dtype.",
     "same": "{name}(): self and result must have the same scalar type",
+    "scalar_type": "expected scalar_type {result} but found {out}",
 }
 
 

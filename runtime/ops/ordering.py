@@ -491,7 +491,7 @@ def logcumsumexp(input: Tensor, dim: int, *, out: Tensor | None = None) -> Tenso
     """log(cumsum(exp(x))) along ``dim``, by doubling steps of logaddexp: exact where the
     terms span more than exp's range."""
     if out is not None:
-        return F.written_to(out, logcumsumexp(input, dim), "logcumsumexp")
+        return F.written_same(out, logcumsumexp(input, dim), "logcumsumexp", "scalar_type")
     from .extra_ops import logaddexp
 
     int_dim("logcumsumexp", dim, input.ndim)
