@@ -593,6 +593,18 @@ class Tensor:
             new.__dict__.update(copy.deepcopy(user, memo))
         return new
 
+    def __copy__(self) -> Tensor:
+        """``copy.copy``: PyTorch's rebuild of its ``__reduce_ex__`` without a copy of the
+        storage: a leaf of the same type over the same memory (writes show in both), its
+        requires_grad and a user's attributes kept, its version 1 (rebuilt with set_)."""
+        if type(self._data) is MetaArray:
+            raise GraphBreak("copy.copy of a tensor rebuilds it from its storage")
+        new = type(self)._make(self._data, self.dtype, self.device)
+        new._vc.v = 1
+        new._rg = self._rg
+        new.__dict__.update(_user_attrs(self))
+        return new
+
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, tuple[Any, ...]]:
         """Pickled as PyTorch's: its whole storage (a copy of its own in each tensor, so a base
         and its view pickled together come back apart), offset, size and strides, dtype,

@@ -15,6 +15,7 @@ import copy
 import math
 import random
 import re
+import warnings
 from itertools import product
 
 import numpy as np
@@ -863,14 +864,22 @@ def test_corrcoef(dtype: torch.dtype) -> None:
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.filterwarnings("ignore:cov\\(\\): degrees of freedom")
 @pytest.mark.parametrize("dtype", [torch.int, torch.float])
 def test_cov(dtype: torch.dtype) -> None:
+    # PyTorch's test compares with numpy.cov; where a weighted normalizer rounds to 0 or
+    # below, PyTorch's own result (inf, 0) differs from numpy's (NaN), so PyTorch is the oracle
+    real_torch = pytest.importorskip("torch")
+
     def check(t, correction=1, fweights=None, aweights=None):
         res = torch.cov(t, correction=correction, fweights=fweights, aweights=aweights)
-        ref = np.cov(t.numpy(), ddof=correction,
-                     fweights=None if fweights is None else fweights.numpy(),
-                     aweights=None if aweights is None else aweights.numpy())
-        assert_equal(res, torch.from_numpy(np.asarray(ref)), atol=1e-05, rtol=1e-05,
+
+        def ref_of(v):
+            return None if v is None else real_torch.from_numpy(v.numpy().copy())
+
+        ref = real_torch.cov(ref_of(t), correction=correction, fweights=ref_of(fweights),
+                             aweights=ref_of(aweights))
+        assert_equal(res, torch.from_numpy(ref.numpy()), atol=1e-05, rtol=1e-05,
                      exact_dtype=False)
 
     for x in _correlation_tensors(dtype):
@@ -1020,3 +1029,321 @@ def test_cov_one_observation_corner_cases() -> None:
     assert_equal(out, torch.zeros(2, 2))
     with pytest.warns(UserWarning, match="degrees of freedom is <= 0"):
         assert torch.cov(torch.tensor([[1.0, 2.0]]), correction=2).isinf()
+
+
+# ------------------------------------------------- cumulative ops, diff, gradient, copies
+
+
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_cummax_cummin(name: str) -> None:
+    op = getattr(torch, name)
+    expected1 = {"cummax": [[1, 0, 1], [1, 0, 1], [1, 1, 1]],
+                 "cummin": [[1, 0, 1], [0, 0, 0], [0, 0, 0]]}[name]
+    expected2 = {"cummax": [4, inf, inf, inf, inf, nan, nan],
+                 "cummin": [4, 4, 1.5, -inf, -inf, nan, nan]}[name]
+    x = torch.rand(10, 10)
+    out1 = op(x, 1)
+    res2 = torch.empty(0)
+    indices2 = torch.empty(0, dtype=torch.int64)
+    op(x, 1, out=(res2, indices2))
+    assert_equal(out1[0], res2)
+    assert_equal(out1[1], indices2)
+    a = torch.tensor([[True, False, True], [False, False, False], [True, True, True]])
+    b = a.byte()
+    assert_equal(op(a, 0)[0], op(b, 0)[0].bool())
+    assert_equal(op(a, 0)[0], torch.tensor(expected1).bool())
+    assert_equal(op(torch.tensor([4, inf, 1.5, -inf, 0, nan, 1]), 0)[0], torch.tensor(expected2))
+    with pytest.raises(RuntimeError, match="expected scalar_type Float but found Short"):
+        op(torch.randn(10), 0, out=(torch.empty(0, dtype=torch.int16),
+                                    torch.empty(0, dtype=torch.int64)))
+    for shape in [[2, 0], [2, 1, 4], [0, 2, 3], [1], [5]]:
+        for dim in range(len(shape)):
+            raw = torch.zeros(*shape, requires_grad=True)
+            getattr(raw, name)(dim=dim)[0].sum().backward()
+            assert raw.shape == raw.grad.shape
+    raw = torch.tensor(3.0, requires_grad=True)
+    getattr(raw, name)(dim=-1)[0].sum().backward()
+    assert raw.shape == raw.grad.shape
+
+
+def test_logcumsumexp() -> None:
+    def ref(a, axis):
+        return torch.cumsum(a.exp(), axis=axis).log_()
+
+    a = torch.randn(10, 10)
+    actual = a.logcumsumexp(-1)
+    assert a.dtype == actual.dtype
+    assert_equal(ref(a, -1), actual)
+    x = torch.tensor([-inf, -inf, 1.0, 1.0, inf, inf, nan, 1.0, 1.0])
+    for inp in (x, x.unsqueeze(0).expand(2, -1)):
+        assert_equal(ref(inp, -1), inp.logcumsumexp(-1))
+    b = torch.randn(5, 2)
+    inplace_out = torch.zeros(5, 2)
+    torch.logcumsumexp(b, axis=-1, out=inplace_out)
+    assert_equal(inplace_out, ref(b, -1))
+    with pytest.raises(RuntimeError, match="expected scalar_type Double but found Float"):
+        torch.logcumsumexp(torch.randn(5, 2, dtype=torch.float64), -1,
+                           out=torch.zeros(5, 2, dtype=torch.float32))
+
+
+def _diff_numpy(t: torch.Tensor) -> None:
+    def to_np(v):
+        return v.to(torch.float).numpy() if v.dtype == torch.bfloat16 else v.numpy()
+
+    for dim in range(t.dim()):
+        prepend = append = t.narrow(dim, 0, 1)
+        np_t = to_np(t)
+        for n in range(t.size(dim)):
+            assert_equal(torch.diff(t, dim=dim, n=n),
+                         torch.from_numpy(np.diff(np_t, axis=dim, n=n)).to(t.dtype))
+        for n in range(1, t.size(dim) + 4):
+            want = np.diff(np_t, axis=dim, n=n, prepend=to_np(prepend), append=to_np(append))
+            assert_equal(torch.diff(t, dim=dim, n=n, prepend=prepend, append=append),
+                         torch.from_numpy(want).to(t.dtype))
+        for n in range(1, t.size(dim) * 3):
+            want = np.diff(np_t, axis=dim, n=n, prepend=np_t, append=np_t)
+            assert_equal(torch.diff(t, dim=dim, n=n, prepend=t, append=t),
+                         torch.from_numpy(want).to(t.dtype))
+
+
+@pytest.mark.parametrize("dtype", [torch.int64, torch.float32, torch.bool, torch.float16])
+def test_diff(dtype: torch.dtype) -> None:
+    for shape in ((1,), (1, 5), (3, 5), (1, 5, 1), (2, 3, 5)):
+        contig = _make(shape, dtype)
+        _diff_numpy(contig)
+        non_contig = torch.empty(shape + (2, 2), dtype=dtype)[..., 0].select(-1, -1)
+        non_contig.copy_(contig)
+        _diff_numpy(non_contig)
+    t = torch.ones(2, 3)
+    with pytest.raises(RuntimeError, match="diff expects prepend or append to be the same "
+                                           "dimension as input"):
+        t.diff(dim=0, prepend=torch.tensor([1, 2, 3], dtype=dtype))
+    with pytest.raises(RuntimeError, match="diff expects the shape of tensor to prepend or "
+                                           "append to match that of input"):
+        t.diff(dim=0, prepend=torch.tensor([[0, 1]], dtype=dtype))
+    with pytest.raises(RuntimeError, match="diff expects input to be at least one-dimensional"):
+        torch.diff(torch.tensor(2, dtype=dtype))
+
+
+def _nan_inf_to_nan(values):
+    return [np.nan_to_num(np.asarray(v, dtype=np.float64), nan=nan, posinf=nan, neginf=nan)
+            for v in values]
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+@pytest.mark.parametrize("dtype", [torch.long, torch.float32])
+def test_gradient_all(dtype: torch.dtype) -> None:
+    test_cases = (((5,), (0,)), ((4, 4), (0, 1)), ((3, 3, 3), (-1, 0)), ((4, 4, 4), (2,)),
+                  ((4, 5, 3), (1, 2)), ((1, 3, 3), (1, 2)), ((1, 5), (1,)))
+
+    def create_scalar(shape):
+        return make_tensor((1,), dtype, low=1).item()
+
+    def create_list(shape):
+        return make_tensor((len(shape),), dtype, low=1).tolist()
+
+    def create_coordinate_tensors(shape):
+        return [make_tensor((n,), dtype) for n in shape]
+
+    for (shape, dims), contig, edge_order, space_fn in product(
+            test_cases, [True, False], [1, 2],
+            (create_scalar, create_list, create_coordinate_tensors)):
+        spacing = space_fn([shape[d] for d in dims])
+        t = make_tensor(shape, dtype)
+        if not contig:
+            t = make_tensor(shape + (2,), dtype)[..., 0]
+        actual = torch.gradient(t, spacing=spacing, dim=dims, edge_order=edge_order)
+        np_spacing = spacing if isinstance(spacing, list) else [spacing]
+        np_spacing = [s.numpy() if isinstance(s, torch.Tensor) else s for s in np_spacing]
+        expected = np.gradient(t.numpy(), *np_spacing, axis=dims, edge_order=edge_order)
+        expected = expected if isinstance(expected, (list, tuple)) else [expected]
+        got = _nan_inf_to_nan([a.numpy() for a in actual])
+        for g, e in zip(got, _nan_inf_to_nan(expected)):
+            np.testing.assert_allclose(g, e, atol=1e-4, rtol=0, equal_nan=True)
+
+
+def test_gradient_extreme_cases() -> None:
+    data = [2, -2, inf, inf, -inf, -inf, inf, 3, -inf, 2, nan, nan, 3, inf, nan]
+    with np.errstate(invalid="ignore"):
+        expected = np.gradient(np.array(data))
+    (actual,) = torch.gradient(torch.tensor(data))
+    np.testing.assert_allclose(actual.numpy(), expected, equal_nan=True, rtol=1.3e-6)
+    t = make_tensor((1000,), torch.float32)
+    coords = list(np.random.randn(1000))
+    for edge_order in (1, 2):
+        (actual,) = torch.gradient(t, spacing=[torch.tensor(coords)], dim=0,
+                                   edge_order=edge_order)
+        expected = np.gradient(t.numpy(), coords, axis=0, edge_order=edge_order)
+        np.testing.assert_allclose(actual.numpy(), expected, rtol=1e-3, atol=1e-3)
+
+
+def test_discontiguous_out_cumsum() -> None:
+    x = torch.randn(4, 8)
+    y = torch.empty(4, 16)[:, ::2]
+    out = torch.cumsum(x, 0)
+    torch.cumsum(x, 0, out=y)
+    assert not y.is_contiguous()
+    assert_equal(out, y, atol=0.0, rtol=0.0)
+
+
+@pytest.mark.parametrize("name", ["cummax", "cummin"])
+def test_cumminmax_discontiguous(name: str) -> None:
+    if name == "cummax":
+        x = torch.tensor([[0, 1, 2, 3, 2, 1], [4, 5, 6, 5, 6, 7]], dtype=torch.float)
+        val = torch.tensor([[0, 1, 2, 3, 3, 3], [4, 5, 6, 6, 6, 7]], dtype=torch.float)
+        ind = torch.tensor([[0, 1, 2, 3, 3, 3], [0, 1, 2, 2, 4, 5]])
+    else:
+        x = torch.tensor([[3, 2, 1, 0, 1, 2], [7, 6, 5, 4, 5, 2]], dtype=torch.float)
+        val = torch.tensor([[3, 2, 1, 0, 0, 0], [7, 6, 5, 4, 4, 2]], dtype=torch.float)
+        ind = torch.tensor([[0, 1, 2, 3, 3, 3], [0, 1, 2, 3, 3, 5]])
+    x = x.t().contiguous().t()
+    fn = getattr(torch, name)
+    v, i = fn(x, -1)
+    assert_equal(v, val, atol=0, rtol=0)
+    assert_equal(i, ind, atol=0, rtol=0)
+    out_val = torch.empty_like(v).t().contiguous().t()
+    out_ind = torch.empty_like(i).t().contiguous().t()
+    fn(x, -1, out=(out_val, out_ind))
+    assert not out_val.is_contiguous()
+    assert not out_ind.is_contiguous()
+    assert_equal(out_val, val, atol=0, rtol=0)
+    assert_equal(out_ind, ind, atol=0, rtol=0)
+
+
+def test_bool_tensor_value_change() -> None:
+    x = torch.tensor([True, False], dtype=torch.bool)
+    x[0] = False
+    x[1] = True
+    assert_equal(x, torch.tensor([False, True], dtype=torch.bool))
+
+
+@pytest.mark.parametrize("dtype", ALL_REAL)
+def test_unfold_copy_clone_all_dtypes(dtype: torch.dtype) -> None:
+    x = torch.empty((0, 1, 3, 0), dtype=dtype)
+    assert x.unfold(2, 3, 2).shape == (0, 1, 1, 0, 3)
+    x = torch.tensor([1, 2, 3, 4], dtype=dtype)
+    y = copy.copy(x)  # PyTorch's shallow copy shares the storage (rt copied it)
+    y.fill_(1)
+    assert_equal(x, y)
+    x = torch.tensor((1, 1), dtype=dtype)
+    assert_equal(x, x.clone())
+
+
+def test_unfold_scalars() -> None:
+    x = torch.tensor(0.5)
+    assert_equal(torch.empty(0), x.unfold(0, 0, 1))
+    assert_equal(torch.empty(0), x.unfold(0, 0, 2))
+    assert_equal(torch.tensor([0.5]), x.unfold(0, 1, 1))
+
+
+def test_bfloat16_neg_abs() -> None:
+    src = torch.randn(256)
+    src[0] = torch.nan
+    src[1] = -torch.nan
+    src[2] = torch.inf
+    src[3] = -torch.inf
+    src_bf16 = src.bfloat16()
+    assert_equal(src.neg().bfloat16(), src_bf16.neg())
+    assert_equal(src.abs().bfloat16(), src_bf16.abs())
+
+
+def test_bfloat16_float_copy() -> None:
+    for shape in [(20, 7), (1, 7, 19, 17)]:
+        inp = torch.randn(shape, dtype=torch.float)
+        for x in (inp, inp[..., ::2, :]):
+            out1 = x.to(torch.bfloat16)
+            assert_equal(x, out1, atol=0, rtol=1e-2, exact_dtype=False)
+            assert_equal(out1.to(torch.float), out1, atol=0, rtol=0, exact_dtype=False)
+
+
+def test_clone_zero_stride_dim() -> None:
+    x = torch.randn(10)
+    y = x.as_strided([2, 1, 5], [1, 0, 2])
+    assert_equal(y, y.clone())
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32,
+                                   torch.int64, torch.float32, torch.float64, torch.float16,
+                                   torch.bfloat16])
+def test_addcmul(dtype: torch.dtype) -> None:
+    def rand_tensor(size):
+        if dtype.is_floating_point:
+            return torch.rand(size=size, dtype=dtype)
+        if dtype == torch.uint8:
+            return torch.randint(1, 5, size=size, dtype=dtype)
+        return torch.randint(-5, 5, size=size, dtype=dtype)
+
+    a, b, c = rand_tensor((2, 2)), rand_tensor((2, 2)), rand_tensor((2, 2))
+    alpha = 0.5 if dtype.is_floating_point else 3
+    actual = torch.addcmul(a, b, c, value=alpha)
+    assert_equal(a + alpha * b * c, actual, rtol=1e-2 if dtype.itemsize == 2 else None,
+                 atol=1e-2 if dtype.itemsize == 2 else None)
+
+
+def test_narrow_empty_and_narrow_copy() -> None:
+    x = torch.randn(2, 3, 4)
+    for d in range(x.dim()):
+        sz = list(x.size())
+        sz[d] = 0
+        assert list(x.narrow(d, x.size(d), 0).size()) == sz
+    inp = torch.randn(10, 2).movedim(-1, 0)
+    assert_equal(torch.narrow_copy(inp.contiguous(), 1, 0, 10), torch.narrow_copy(inp, 1, 0, 10))
+
+
+@pytest.mark.parametrize("reduce", ["prod", "amin", "amax", "mean"])
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64])
+def test_index_reduce(reduce: str, dtype: torch.dtype) -> None:
+    size = (3, 4, 5)
+    amin_init = float("inf") if dtype.is_floating_point else torch.iinfo(dtype).max
+    amax_init = -float("inf") if dtype.is_floating_point else torch.iinfo(dtype).min
+    reduction_init = {"prod": 1, "mean": 0, "amin": amin_init, "amax": amax_init}
+    for idx_dtype, include_self in product([torch.int, torch.long], [True, False]):
+        for dim in range(len(size)):
+            num_src = np.random.randint(10)
+            num_dest = size[dim]
+            dest = make_tensor(size, dtype)
+            src = make_tensor(size[:dim] + (num_src,) + size[dim + 1:], dtype)
+            idx = torch.randint(0, num_dest, (num_src,), dtype=idx_dtype)
+            expected = dest.clone()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                dest.index_reduce_(dim, idx, src, reduce, include_self=include_self)
+            if not include_self:
+                expected.index_fill_(dim, idx.long(), reduction_init[reduce])
+            expected = expected.transpose(0, dim)
+            src = src.transpose(0, dim)
+            for i in range(num_src):
+                if reduce == "prod":
+                    expected[idx[i]] *= src[i]
+                elif reduce == "amin":
+                    torch.minimum(expected[idx[i]], src[i], out=expected[idx[i]])
+                elif reduce == "amax":
+                    torch.maximum(expected[idx[i]], src[i], out=expected[idx[i]])
+                else:
+                    expected[idx[i]] += src[i]
+            if reduce == "mean":
+                counts = torch.ones_like(expected) if include_self else torch.zeros_like(expected)
+                counts.index_add_(0, idx, torch.ones_like(src))
+                counts.masked_fill_(counts == 0, 1)
+                if dtype.is_floating_point:
+                    expected.div_(counts)
+                else:
+                    expected.div_(counts, rounding_mode="floor")
+            assert_equal(dest, expected.transpose(0, dim))
+
+
+def test_copy_copy_shares_storage_as_torch() -> None:
+    z = torch.ones(2, requires_grad=True) * 2
+    w = copy.copy(z)
+    assert w.requires_grad and w.is_leaf and w._version == 1
+    x = torch.ones(3)[1:]
+    y = copy.copy(x)
+    assert y.storage_offset() == 1 and y._base is None and y.shape == (2,)
+    p = torch.nn.Parameter(torch.ones(2))
+    q = copy.copy(p)
+    assert type(q) is torch.nn.Parameter and q.requires_grad
+    x = torch.tensor([1.0, 2.0])
+    x.foo = 3
+    y = copy.copy(x)
+    y.fill_(7)
+    assert y.foo == 3 and x.tolist() == [7.0, 7.0]
