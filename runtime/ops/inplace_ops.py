@@ -153,6 +153,9 @@ def _hit_mask(x: Tensor, d: int, index: Tensor) -> Tensor:
 def index_fill(input: Tensor, dim: int, index: Tensor, value: Any) -> Tensor:
     """x with ``value`` on the slices along ``dim`` that ``index`` names."""
     _check_index(index, "index_fill_")
+    if isinstance(value, (complex, np.complexfloating)):  # no tensor here is complex
+        raise RuntimeError("index_fill_(): Converting complex Scalar to non-complex type is not "
+                           "supported")
     d = wrap_dim(dim, input.ndim) if input.ndim else 0
     _check_values(index, input, d, "", -1)
     return F.where(_hit_mask(input, d, index), T.fill_value(input, value, "index_fill_"), input)

@@ -864,7 +864,7 @@ def test_corrcoef(dtype: torch.dtype) -> None:
 
 
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")
-@pytest.mark.filterwarnings("ignore:cov\\(\\): degrees of freedom")
+@pytest.mark.filterwarnings("ignore:.*degrees of freedom is <= 0")
 @pytest.mark.parametrize("dtype", [torch.int, torch.float])
 def test_cov(dtype: torch.dtype) -> None:
     # PyTorch's test compares with numpy.cov; where a weighted normalizer rounds to 0 or
@@ -1347,3 +1347,379 @@ def test_copy_copy_shares_storage_as_torch() -> None:
     y = copy.copy(x)
     y.fill_(7)
     assert y.foo == 3 and x.tolist() == [7.0, 7.0]
+
+
+# ------------------------------------------------- index_copy/select/fill, take/put, scatter, masked
+
+
+def _arg(shape, dtype: torch.dtype, contig: bool = True, low=None, high=None) -> torch.Tensor:
+    """make_tensor, ``noncontiguous=not contig`` as a strided view of a larger tensor."""
+    lo = (0 if dtype in (torch.uint8, torch.bool) else -9) if low is None else low
+    hi = 9 if high is None else high
+    t = make_tensor(tuple(shape) + (() if contig else (2,)), dtype, low=lo, high=hi)
+    return t if contig else t[..., 0]
+
+
+IDX_DTYPES = [torch.float32, torch.float64, torch.int64, torch.int32, torch.uint8, torch.bool,
+              torch.float16, torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", IDX_DTYPES)
+def test_index_copy(dtype: torch.dtype) -> None:
+    num_copy, num_dest = 3, 5
+
+    def make_arg(batch_sizes, n, dim, contig):
+        return _arg(batch_sizes[:dim] + (n,) + batch_sizes[dim:], dtype, contig)
+
+    for dest_contig, src_contig, index_contig in product([True, False], repeat=3):
+        for other_sizes in ((), (4, 5)):
+            for dim in range(len(other_sizes)):
+                dest = make_arg(other_sizes, num_dest, dim, dest_contig)
+                src = make_arg(other_sizes, num_copy, dim, src_contig)
+                idx = torch.randperm(num_dest, dtype=torch.int64)[:num_copy]
+                if not index_contig:
+                    idx = torch.repeat_interleave(idx, 2, dim=-1)[..., ::2]
+                dest2 = dest.clone()
+                dest.index_copy_(dim, idx, src)
+                for i in range(idx.size(0)):
+                    dest2[dim * (slice(None),) + (idx[i],)] = src[dim * (slice(None),) + (i,)]
+                assert_equal(dest, dest2)
+    for size_t, size_i, size_s in product([(), (1,)], repeat=3):
+        target, source = _arg(size_t, dtype), _arg(size_s, dtype)
+        target.index_copy_(0, torch.zeros(size_i, dtype=torch.int64), source)
+        assert target.item() == source.item()
+
+
+def test_errors_index_copy() -> None:
+    a = torch.randn(3, 5)
+    c = torch.zeros(3, 8)
+    for value in (5, -1, -6):
+        with pytest.raises(IndexError):
+            a.index_copy_(1, torch.full((8,), value), c)
+
+
+def _copy_add_data(dim: int):
+    a = [5, 4, 3]
+    a[dim] = 50
+    x = torch.zeros(a)
+    b = a.copy()
+    elems = a[dim] * 4
+    b[dim] = elems
+    return x, torch.randint(a[dim], (elems,)), torch.rand(b)
+
+
+def test_index_copy_and_add_deterministic(deterministic: None) -> None:
+    for dim in range(3):
+        x, index, src = _copy_add_data(dim)
+        y0 = torch.index_copy(x, dim, index, src)
+        x0 = x.clone()
+        for i, v in enumerate(index.tolist()):
+            key = [slice(None)] * 3
+            key[dim] = v
+            skey = [slice(None)] * 3
+            skey[dim] = i
+            x0[tuple(key)] = src[tuple(skey)]
+        assert_equal(x0, y0, atol=0, rtol=0)
+        alpha = random.random() + 1
+        y0 = torch.index_add(x, dim, index, src, alpha=alpha)
+        for _ in range(2):
+            assert_equal(torch.index_add(x, dim, index, src, alpha=alpha), y0, atol=0, rtol=0)
+
+
+def test_index_put_non_accumulate_deterministic(deterministic: None) -> None:
+    for _ in range(3):
+        m = random.randint(10, 20)
+        elems = random.randint(200, 300)
+        values = torch.rand(elems)
+        indices = torch.randint(m, (elems,))
+        inp = torch.rand(m)
+        output = inp.index_put((indices,), values, accumulate=False)
+        ref = inp.tolist()
+        for i, v in zip(indices.tolist(), values.tolist()):
+            ref[i] = v
+        assert_equal(output, torch.tensor(ref))
+
+
+@pytest.mark.parametrize("dtype", IDX_DTYPES)
+def test_index_fill(dtype: torch.dtype) -> None:
+    x = torch.tensor([[1, 2], [4, 5]], dtype=dtype)
+    index = torch.tensor([0])
+    x.index_fill_(1, index, 0)
+    assert_equal(x, torch.tensor([[0, 2], [0, 5]], dtype=dtype))
+    with pytest.raises(RuntimeError, match="Scalar"):
+        x.index_fill_(1, index, 1 + 1j)
+    x = torch.tensor(1, dtype=dtype)
+    assert x.index_fill(0, index, -1 if dtype != torch.uint8 else 1).dim() == 0
+    assert x.index_fill_(0, index, -1 if dtype != torch.uint8 else 1).dim() == 0
+
+
+@pytest.mark.parametrize("dtype", IDX_DTYPES)
+def test_index_select(dtype: torch.dtype) -> None:
+    num_src, num_out = 3, 5
+
+    def ref(src, dim, idx):
+        srcf = src.float() if dtype == torch.bfloat16 else src
+        out = torch.from_numpy(np.take(srcf.numpy(), idx.numpy(), axis=dim))
+        return out.to(dtype)
+
+    for src_contig, idx_contig in product([True, False], repeat=2):
+        for other_sizes in ((), (4, 5)):
+            for dim in range(len(other_sizes)):
+                src = _arg(other_sizes[:dim] + (num_src,) + other_sizes[dim:], dtype, src_contig)
+                idx = _arg((num_out,), torch.int64, idx_contig, low=0, high=num_src)
+                assert_equal(torch.index_select(src, dim, idx), ref(src, dim, idx))
+    for idx_type in (torch.int32, torch.int64):
+        src = _arg((3, num_src, 2), dtype)
+        idx = _arg((num_out,), idx_type, low=0, high=num_src)
+        assert_equal(torch.index_select(src, 1, idx), ref(src, 1, idx))
+    for size_s, size_i in product([(), (1,)], repeat=2):
+        source = _arg(size_s, dtype)
+        assert source.index_select(0, torch.zeros(size_i, dtype=torch.int64)).item() == \
+            source.item()
+
+
+@pytest.mark.parametrize("dtype", IDX_DTYPES)
+def test_take(dtype: torch.dtype) -> None:
+    def ref_take(src, idx):
+        srcf = src.float() if dtype == torch.bfloat16 else src
+        return torch.from_numpy(np.take(srcf.numpy(), idx.numpy())).to(dtype)
+
+    for src_contig, idx_contig, idx_reshape in product([True, False], repeat=3):
+        for src_size in ((5,), (4, 5)):
+            src = _arg(src_size, dtype, src_contig)
+            idx = _arg((4,), torch.int64, idx_contig, low=0, high=src.numel())
+            if idx_reshape:
+                idx = idx.reshape(2, 2)
+            assert_equal(torch.take(src, idx), ref_take(src, idx))
+    for size_s, size_i in product([(), (1,)], repeat=2):
+        source = _arg(size_s, dtype)
+        assert source.take(torch.zeros(size_i, dtype=torch.int64)).item() == source.item()
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.int32,
+                                   torch.uint8, torch.float16, torch.bfloat16])
+def test_put(dtype: torch.dtype) -> None:
+    src_size = (4,)
+
+    def ref_put(dst, idx, src, accumulate):
+        new_dst = dst.clone().contiguous().view(-1)
+        method = new_dst.index_add_ if accumulate else new_dst.index_copy_
+        return method(0, idx.contiguous().view(-1), src.contiguous().view(-1)).view_as(dst)
+
+    for dst_contig, src_contig, idx_contig, idx_reshape, accumulate in product([True, False],
+                                                                                repeat=5):
+        for dst_size in ((5,), (4, 5)):
+            dst = _arg(dst_size, dtype, dst_contig)
+            src = _arg(src_size, dtype, src_contig)
+            if accumulate:
+                idx = _arg(src_size, torch.int64, low=0, high=dst.numel())
+            else:
+                idx = torch.randperm(dst.numel(), dtype=torch.int64)[:src_size[0]]
+            if not idx_contig:
+                idx = torch.repeat_interleave(idx, 2, dim=-1)[..., ::2]
+            if idx_reshape:
+                idx = idx.reshape(2, 2)
+            out = torch.put(dst, idx, src, accumulate)
+            reference = ref_put(dst, idx, src, accumulate)
+            assert_equal(out, reference)
+            dst.put_(idx, src, accumulate)
+            assert_equal(dst, reference)
+    for (size_t, size_i, size_s), accumulate in product(product([(), (1,)], repeat=3),
+                                                        [True, False]):
+        dest, source = _arg(size_t, dtype), _arg(size_s, dtype)
+        idx = torch.zeros(size_i, dtype=torch.int64)
+        out = torch.put(dest, idx, source, accumulate=accumulate)
+        dest1 = dest.clone()
+        dest1.put_(idx, source, accumulate=accumulate)
+        for d in (out, dest1):
+            want = (dest + source).item() if accumulate else source.item()
+            assert d.item() == want
+    dest = _arg((3, 2), dtype)
+    reference = dest.clone()
+    for accumulate in [True, False]:
+        idx, source = torch.zeros(0, dtype=torch.int64), _arg((0,), dtype)
+        assert_equal(torch.put(dest, idx, source, accumulate=accumulate), reference)
+        dest.put_(idx, source, accumulate=accumulate)
+        assert_equal(dest, reference)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.int64, torch.float16,
+                                   torch.bfloat16])
+def test_put_accumulate(dtype: torch.dtype) -> None:
+    low_precision = dtype in (torch.float16, torch.bfloat16)
+    sizes = ((100,),) if low_precision else ((200,), (3002,))
+    rtol, atol = (1e-1, 1e-2) if low_precision else (1e-3, 1e-4)
+    for size in sizes:
+        idx, source = torch.zeros(size, dtype=torch.int64), _arg(size, dtype, low=-2, high=3)
+        orig = _arg((1,), dtype, low=-2, high=3)
+        out = orig.put(idx, source, accumulate=True)
+        assert_equal(out, orig + source.sum(), rtol=rtol, atol=atol)
+
+
+def test_take_put_empty() -> None:
+    for input_shape in [(0,), (0, 1, 2, 0), (1, 2, 3)]:
+        for indices_shape in [(0,), (0, 1, 2, 0)]:
+            inp = torch.empty(input_shape)
+            indices = torch.empty(indices_shape, dtype=torch.int64)
+            assert_equal(indices, torch.take(inp, indices), exact_dtype=False)
+            for accumulate in [False, True]:
+                dst = torch.randn(input_shape)
+                src = torch.randn(indices_shape)
+                assert_equal(dst, dst.put_(indices, src, accumulate=accumulate))
+
+
+SCATTER_DTYPES = [torch.float32, torch.float64, torch.int64, torch.int32, torch.uint8,
+                  torch.bool, torch.float16, torch.bfloat16]
+
+
+@pytest.mark.filterwarnings("ignore:The reduce argument of torch.scatter")
+@pytest.mark.parametrize("dtype", SCATTER_DTYPES)
+def test_scatter_reduce_legacy(dtype: torch.dtype) -> None:
+    index = torch.tensor([[1], [2]], dtype=torch.long)
+    cases = [
+        (torch.zeros(4, 4, dtype=dtype), torch.ones(2, 2, dtype=dtype),
+         [[0, 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]], "add"),
+        (torch.tensor([2], dtype=dtype).repeat(4, 4), torch.tensor([6], dtype=dtype).repeat(2, 2),
+         [[2, 2, 2, 2], [12, 2, 2, 2], [12, 2, 2, 2], [2, 2, 2, 2]], "multiply"),
+        (torch.zeros(4, 4, dtype=dtype), 1,
+         [[0, 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]], "add"),
+        (torch.tensor([2], dtype=dtype).repeat(4, 4), 2,
+         [[2, 2, 2, 2], [4, 2, 2, 2], [4, 2, 2, 2], [2, 2, 2, 2]], "multiply"),
+    ]
+    for inp, src, result, operation in cases:
+        inp.scatter_(0, index, src, reduce=operation)
+        assert_equal(inp, torch.tensor(result).to(dtype))
+    height = width = 2
+    index = torch.zeros(height, width, dtype=torch.long)
+    for inp, src, result, operation in (
+            (torch.ones(2, 2, dtype=dtype), torch.ones(2, 2, dtype=dtype), [[3], [1]], "add"),
+            (torch.tensor([2], dtype=dtype).repeat(2, 2),
+             torch.tensor([2], dtype=dtype).repeat(2, 2), [[8], [2]], "multiply")):
+        inp.scatter_(0, index, src, reduce=operation)
+        assert_equal(inp, torch.tensor(result).to(dtype).repeat(1, width))
+
+
+def test_scatter_to_large_input_and_bool() -> None:
+    index = torch.tensor([[1], [2]], dtype=torch.long)
+    want = torch.tensor([[0, 0, 0, 0], [1, 0, 0, 0], [1, 0, 0, 0], [0, 0, 0, 0]],
+                        dtype=torch.float32)
+    assert_equal(torch.zeros(4, 4).scatter_(0, index, torch.ones(2, 2)), want)
+    assert_equal(torch.zeros(4, 4).scatter_add_(0, index, torch.ones(2, 2)), want)
+    inp = torch.ones(2, 64)
+    inp.scatter_add_(0, torch.zeros(2, 64, dtype=torch.long), torch.ones(2, 64))
+    assert_equal(inp, torch.tensor([[3], [1]], dtype=torch.float32).repeat(1, 64))
+    x = torch.tensor([[True, True, True], [True, True, True]])
+    res = torch.zeros(3, 3, dtype=torch.bool).scatter_(0, torch.tensor([[0, 1, 2], [0, 1, 2]]), x)
+    assert_equal(res, torch.tensor([[True, False, False], [False, True, False],
+                                    [False, False, True]]))
+    x = torch.tensor([[True] * 5, [True] * 5])
+    res = torch.zeros(3, 5, dtype=torch.bool).scatter_add_(
+        0, torch.tensor([[0, 1, 2, 0, 0], [2, 0, 0, 1, 2]]), x)
+    assert_equal(res, torch.tensor([[True, True, True, True, True],
+                                    [False, True, False, True, False],
+                                    [True, False, True, False, True]]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.uint8, torch.float16,
+                                   torch.bfloat16])
+def test_masked_scatter(dtype: torch.dtype) -> None:
+    dest = torch.tensor([1, 2, 3, 4, 5, 6, 7, 8, 9, 10], dtype=dtype)
+    dest2 = dest.clone()
+    dest_ones = dest.clone()
+    dest_ones_expected = dest.clone()
+    src = torch.zeros(10, dtype=dtype)
+    src_ones = torch.ones(10, dtype=dtype)
+    mask = torch.tensor((0, 0, 0, 0, 1, 0, 1, 0, 1, 0), dtype=torch.bool)
+    dest.masked_scatter_(mask, src)
+    j = 0
+    for i in range(10):
+        if mask[i]:
+            dest2[i] = src[j]
+            dest_ones_expected[i] = src_ones[j]
+            j += 1
+    assert_equal(dest, dest2, atol=0, rtol=0)
+    dest_ones.masked_scatter_(mask, src_ones)
+    assert_equal(dest_ones, dest_ones_expected, atol=0, rtol=0)
+    with pytest.raises(RuntimeError):
+        dest.masked_scatter_(mask, torch.zeros(2, dtype=dtype))
+    dest = torch.empty((5, 0, 5), dtype=dtype)
+    dest.masked_scatter_(torch.ones_like(dest, dtype=torch.bool), torch.empty((0,), dtype=dtype))
+    dest = torch.empty((5, 0, 5), dtype=dtype)
+    dest.masked_scatter_(torch.ones((5, 1, 5), dtype=torch.bool), torch.empty((0,), dtype=dtype))
+
+
+def test_masked_scatter_bool_tensor() -> None:
+    src = torch.tensor([True, True, True])
+    dst = torch.tensor([False, False, False])
+    dst.masked_scatter_(torch.tensor([False, True, False]), src)
+    assert_equal(dst, torch.tensor([False, True, False]))
+    dst = dst.masked_scatter(torch.tensor([True, False, True]), src)
+    assert_equal(dst, torch.tensor([True, True, True]))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.int64, torch.uint8, torch.bool,
+                                   torch.bfloat16])
+def test_masked_select(dtype: torch.dtype) -> None:
+    for mask_type in [torch.uint8, torch.int8, torch.int16, torch.int32, torch.int64,
+                      torch.bool]:
+        src = torch.zeros(10, dtype=dtype)
+        mask = torch.randint(2, (10,), dtype=mask_type)
+        if mask_type is not torch.bool:
+            with pytest.raises(RuntimeError, match="expected BoolTensor for mask"):
+                src.masked_select(mask)
+            continue
+        dst = src.masked_select(mask)
+        dst2 = [src[i].item() for i in range(10) if mask[i]]
+        assert_equal(dst, torch.tensor(dst2, dtype=dtype), atol=0, rtol=0)
+        dst3 = torch.empty(0, dtype=dtype)
+        torch.masked_select(src, mask, out=dst3)
+        assert_equal(dst3, torch.tensor(dst2, dtype=dtype), atol=0, rtol=0)
+    a = torch.rand(10, 10).mul(100).to(dtype)
+    m = torch.zeros(10, dtype=torch.bool)
+    m[0] = True
+    assert_equal(a.masked_select(m), a[:, 0])
+    m = torch.zeros(10, 1, dtype=torch.bool)
+    m[0][0] = True
+    assert_equal(a.masked_select(m), a[0, :])
+    a = torch.rand(10).mul(100).to(dtype)
+    m = torch.tensor([[True], [True], [False], [True]])
+    assert_equal(a.masked_select(m), a.unsqueeze(0).expand(3, 10).flatten())
+
+
+def test_masked_select_discontiguous() -> None:
+    for size in (10, 20):
+        vals = torch.rand(size, size)
+        mask = torch.full((size, size), False, dtype=torch.bool)
+        mask[:, ::2] = True
+        out_dc = torch.empty(size * size)[::2]
+        for v, m in product((vals, vals.t()), (mask, mask.t())):
+            expected = (v[:, ::2] if m.is_contiguous() else v[::2]).clone().reshape((-1,))
+            assert_equal(torch.masked_select(v, m), expected, atol=0, rtol=0)
+            torch.masked_select(v, m, out=out_dc)
+            assert_equal(out_dc, expected, atol=0, rtol=0)
+
+
+@pytest.mark.parametrize("dtype,mask_dtype", list(product(
+    [torch.float32, torch.int64, torch.bool, torch.float16, torch.bfloat16],
+    [torch.uint8, torch.bool])))
+def test_masked_fill(dtype: torch.dtype, mask_dtype: torch.dtype) -> None:
+    dst = torch.zeros(10, dtype=dtype)
+    mask = torch.randint(2, (10,), dtype=mask_dtype)
+    val = random.random()
+    dst2 = dst.clone()
+    if mask_dtype is not torch.bool:
+        with pytest.raises(RuntimeError, match="only supports boolean masks"):
+            dst.masked_fill_(mask, val)
+        return
+    dst.masked_fill_(mask, val)
+    for i in range(10):
+        if mask[i]:
+            dst2[i] = val
+    assert_equal(dst, dst2, atol=0, rtol=0)
+    dst = (torch.randn(10, 10, 10) * 10).to(dtype).permute((2, 0, 1))
+    dst2 = dst.contiguous()
+    mask = dst > 0
+    assert not dst.is_contiguous() and dst2.is_contiguous()
+    dst.masked_fill_(mask.to(mask_dtype), val)
+    dst2.masked_fill_(mask.to(mask_dtype), val)
+    assert_equal(dst, dst2, atol=0, rtol=0)
