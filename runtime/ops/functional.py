@@ -21,7 +21,8 @@ from ..tracing import GraphBreak, MetaArray, is_tracing, stands_for_number
 from . import prims as P
 from .naming import renamed
 from .dispatch import apply, keeps_saved, named, named_backward, refuse_saved_inference
-from .inplace import apply_inplace, check_no_overlap, overlaps_internally, writable_alias
+from .inplace import (apply_inplace, check_no_overlap, check_no_partial_overlap,
+                      overlaps_internally, writable_alias)
 from .shapes import ShapeError, broadcast_shapes, expand_error, int_dim, wrap_dim, wrap_dims
 
 # numpy's floating-point warnings (a log of 0, 0/0, an overflow) from the runtime's own calls
@@ -1902,6 +1903,7 @@ def copy_(t: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
                            f"shape {list(broadcast_shapes(t.shape, src.shape))}")
     if src.device != t.device:
         src = to_device(src, t.device)
+    check_no_partial_overlap(t, src)
     return apply_inplace(P.COPY, t, src)
 
 
@@ -1983,6 +1985,7 @@ def lerp(input: Tensor, end: Any, weight: Any, *,  # noqa: A002
     multiply-add (rounded once) from ``start`` where |weight| < 0.5, from ``end`` otherwise
     (a compiled step's kernels too: the kernel IR's Fma)."""
     if out is not None:
+        check_no_partial_overlap(out, input, end, weight)
         return written_to(out, lerp(input, end, weight), "lerp")
     _check_lerp(input, end, weight)
     if isinstance(weight, Tensor) and weight.ndim == 0 and weight.dtype is not input.dtype:
@@ -2029,6 +2032,7 @@ def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1, 
             out: Tensor | None = None) -> Tensor:
     """t + value * t1 * t2."""
     if out is not None:
+        check_no_partial_overlap(out, input, tensor1, tensor2)
         return written_to(out, addcmul(input, tensor1, tensor2, value=value), "addcmul")
     if _fused_addcmul(input, tensor1, tensor2):
         return apply(P.ADDCMUL, input, tensor1, tensor2, value=value)
@@ -2084,6 +2088,7 @@ def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: Any = 1, 
             out: Tensor | None = None) -> Tensor:
     """t + value * t1 / t2."""
     if out is not None:
+        check_no_partial_overlap(out, input, tensor1, tensor2)
         return written_to(out, addcdiv(input, tensor1, tensor2, value=value), "addcdiv")
     _check_addcdiv(tensor1, tensor2)
     return named(add(input, div(mul(tensor1, value), tensor2) if value != 1 else

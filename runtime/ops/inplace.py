@@ -128,6 +128,40 @@ def check_no_overlap(out: Tensor, t: Tensor) -> None:
         raise RuntimeError(ERR_INPUT_OVERLAP)
 
 
+def check_no_partial_overlap(out: Tensor, *inputs: Any) -> None:
+    """PyTorch's assert_no_partial_overlap of an elementwise op's written-to tensor with each
+    input tensor: the very same elements (same start, shape and strides) are allowed, memory
+    ranges that meet otherwise (a shifted slice, a transpose) are its error; tensors that are
+    not dense and free of internal overlap it does not judge."""
+    a = out._data
+    if not isinstance(a, np.ndarray) or not _dense(a):
+        return
+    for t in inputs:
+        b = t._data if isinstance(t, Tensor) else None
+        if t is out or not isinstance(b, np.ndarray) or not _dense(b):
+            continue
+        same = (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
+                and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype)
+        if not same and _byte_range(a)[0] < _byte_range(b)[1] \
+                and _byte_range(b)[0] < _byte_range(a)[1]:
+            raise RuntimeError(ERR_INPUT_OVERLAP)
+
+
+def _byte_range(data: np.ndarray) -> tuple[int, int]:
+    start = int(data.__array_interface__["data"][0])
+    low = sum((n - 1) * s for n, s in zip(data.shape, data.strides) if s < 0)
+    high = sum((n - 1) * s for n, s in zip(data.shape, data.strides) if s > 0)
+    return start + low, start + high + data.itemsize
+
+
+def _dense(data: np.ndarray) -> bool:
+    """PyTorch's is_non_overlapping_and_dense: its elements fill their memory range exactly."""
+    if not data.size:
+        return False
+    low, high = _byte_range(data)
+    return high - low == data.size * data.itemsize and not overlaps_internally(data)
+
+
 def overlaps_internally(data: Any) -> bool:
     """Whether elements of the array share memory: a stride 0 over more than one element (an
     expand()ed tensor's; an empty array has no element to overlap, though numpy gives every
