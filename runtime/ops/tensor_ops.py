@@ -368,7 +368,7 @@ def index_select(input: Tensor, dim: int, index: Tensor, *,  # noqa: A002
         raise IndexError("index_select(): Index is supposed to be a vector")
     d = _dim(input, dim)
     index = _as_1d(index)
-    if input.ndim == 0 and index.numel() > 1:
+    if input.ndim == 0 and index.numel() != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
                            f"{index.numel()} value(s)")
     if index.numel() and input.ndim > 1 and not input.shape[d]:

@@ -1723,3 +1723,218 @@ def test_masked_fill(dtype: torch.dtype, mask_dtype: torch.dtype) -> None:
     dst.masked_fill_(mask.to(mask_dtype), val)
     dst2.masked_fill_(mask.to(mask_dtype), val)
     assert_equal(dst, dst2, atol=0, rtol=0)
+
+
+# ------------------------------------------------- empty shapes, addcdiv, memory overlap
+
+
+def test_masked_fill_bool_tensor() -> None:
+    dst = torch.tensor([True, False, True])
+    mask = torch.tensor([False, True, False])
+    dst.masked_fill_(mask, True)
+    assert_equal(dst, torch.tensor([True, True, True]))
+    assert_equal(dst.masked_fill(mask, False), torch.tensor([True, False, True]))
+
+
+def test_tensor_shape_empty() -> None:
+    x = torch.randn((0, 1, 3, 0))
+    assert torch.flatten(x, 0, 3).shape == (0,)
+    assert torch.flatten(x, 0, 2).shape == (0, 0)
+    assert torch.flatten(x, 1, 2).shape == (0, 3, 0)
+    assert torch.unsqueeze(x, 1).shape == (0, 1, 1, 3, 0)
+    assert torch.squeeze(x, 1).shape == (0, 3, 0)
+    assert torch.squeeze(x).shape == (0, 3, 0)
+    assert torch.transpose(x, 1, 3).shape == (0, 0, 3, 1)
+    assert torch.randn((5, 0)).t().shape == (0, 5)
+    assert torch.select(x, 2, 2).shape == (0, 1, 0)
+    assert x.repeat(9, 7, 5, 2, 3).shape == (9, 0, 5, 6, 0)
+    assert x.permute(2, 3, 0, 1).shape == (3, 0, 0, 1)
+    assert torch.diagonal(torch.randn((5, 0))).shape == (0,)
+    assert torch.diagonal(torch.randn((0, 5))).shape == (0,)
+    assert torch.diagonal(torch.randn((5, 0)), offset=1).shape == (0,)
+    assert torch.diagonal(torch.randn((0, 5)), offset=1).shape == (0,)
+    assert torch.diagonal(torch.randn((3, 4, 5, 6)), offset=45252).shape == (5, 6, 0)
+    assert torch.diagonal(torch.randn((3, 4, 5, 6)), offset=-45252).shape == (5, 6, 0)
+    assert torch.diagflat(torch.tensor([])).shape == (0, 0)
+    assert_equal(torch.zeros(1, 1), torch.diagflat(torch.tensor([]), offset=1))
+    assert torch.diagflat(torch.tensor([[]])).shape == (0, 0)
+    assert_equal(torch.zeros(1, 1), torch.diagflat(torch.tensor([[]]), offset=1))
+    assert torch.stack((x, x, x, x)).shape == (4, 0, 1, 3, 0)
+    assert [z.shape for z in torch.chunk(x, 1, dim=0)] == [(0, 1, 3, 0)]
+    assert [z.shape for z in torch.chunk(x, 3, dim=0)] == [(0, 1, 3, 0)] * 3
+    assert [z.shape for z in torch.chunk(x, 3, dim=2)] == [(0, 1, 1, 0)] * 3
+    assert [z.shape for z in torch.split(x, (0, 1, 2), dim=2)] == [(0, 1, 0, 0), (0, 1, 1, 0),
+                                                                   (0, 1, 2, 0)]
+    with pytest.raises(RuntimeError):
+        torch.split(x, 0, dim=1)
+    assert [z.shape for z in torch.split(x, 1, dim=0)] == [(0, 1, 3, 0)]
+    assert [z.shape for z in torch.split(x, 0, dim=0)] == [(0, 1, 3, 0)]
+
+
+def test_dim_function_empty() -> None:
+    shape = (0, 1, 2, 0)
+    x = torch.randn(shape)
+    assert (x.size(3), x.size(2), x.stride(0), x.stride(2)) == (0, 2, 2, 1)
+    assert_equal(x, torch.nn.functional.glu(x, 0))
+    assert torch.nn.functional.glu(x, 2).shape == (0, 1, 1, 0)
+    for d in (0, 2, 3):
+        assert_equal(x, torch.nn.functional.softmax(x, d))
+        assert_equal(x, torch.nn.functional.log_softmax(x, d))
+    for d in (0, 2):
+        for fn in (torch.cumsum, torch.cumprod, torch.logcumsumexp):
+            assert fn(x, d).shape == shape
+        for fn in (torch.cummax, torch.cummin):
+            assert fn(x, d)[0].shape == shape
+        assert_equal(x, x.flip(d))
+    assert_equal(x, x.roll(0, 1).roll(0, -1))
+    assert_equal(x, x.roll(1, x.size(1)))
+    assert_equal(x, x.roll(1))
+    assert_equal(x, x.roll((1, 1), (3, 1)))
+    assert x.unbind(0) == ()
+    assert [t.shape for t in x.unbind(2)] == [(0, 1, 0), (0, 1, 0)]
+    y = torch.randn((0, 1, 3, 0))
+    assert torch.cross(y, y, dim=2).shape == y.shape
+    assert torch.renorm(x, 1, 0, 5).shape == shape
+    assert torch.renorm(x, 1, 2, 5).shape == shape
+    for d in (0, 2):
+        assert [z.shape for z in torch.sort(x, dim=d)] == [shape, shape]
+    assert [z.shape for z in torch.topk(x, 0, dim=0)] == [shape, shape]
+    assert [z.shape for z in torch.topk(x, 1, dim=2)] == [(0, 1, 1, 0), (0, 1, 1, 0)]
+    assert [z.shape for z in torch.topk(torch.randn((2, 3, 4)), 0)] == [(2, 3, 0), (2, 3, 0)]
+    for d in (0, 2):
+        assert torch.gather(x, d, torch.empty(shape, dtype=torch.int64)).shape == shape
+    for idx_shape in ((0, 1, 3, 0), (0, 1, 0, 0)):
+        assert torch.gather(x, 2, torch.empty(idx_shape, dtype=torch.int64)).shape == idx_shape
+    y = torch.randn((2, 3, 4))
+    assert torch.gather(y, 0, torch.empty((0, 3, 4), dtype=torch.int64)).shape == (0, 3, 4)
+    for d in (0, 2):
+        y, y_src = torch.randn(shape), torch.randn(shape)
+        ind = torch.empty(shape, dtype=torch.int64)
+        assert y.scatter_(d, ind, y_src).shape == shape
+        assert y.scatter_add_(d, ind, y_src).shape == shape
+    z, z_src = torch.randn((2, 3, 4)), torch.randn((2, 3, 4))
+    empty_ind = torch.empty((2, 3, 0), dtype=torch.int64)
+    assert_equal(z, z.scatter_(2, empty_ind, z_src))
+    assert_equal(z, z.scatter_add_(2, empty_ind, z_src))
+    c = x.clone()
+    c_clone = c.clone()
+    ind_empty = torch.tensor([], dtype=torch.int64)
+    ind_01 = torch.tensor([0, 1], dtype=torch.int64)
+    assert_equal(c_clone, c.index_fill_(0, ind_empty, -1))
+    assert_equal(c_clone, c.index_fill_(2, ind_empty, -1))
+    assert_equal(c_clone, c.index_fill_(2, ind_01, -1))
+    assert_equal(c_clone, c.index_copy_(0, ind_empty, torch.empty((0, 1, 2, 0))))
+    assert_equal(c_clone, c.index_copy_(2, ind_empty, torch.empty((0, 1, 0, 0))))
+    assert_equal(c_clone, c.index_copy_(2, ind_01, torch.empty((0, 1, 2, 0))))
+    assert_equal(c_clone, c.index_add_(0, ind_empty, torch.empty((0, 1, 2, 0))))
+    assert_equal(c_clone, c.index_add_(2, ind_empty, torch.empty((0, 1, 0, 0))))
+    assert_equal(c_clone, c.index_add_(2, ind_01, torch.empty((0, 1, 2, 0))))
+    c = torch.randn((0, 1, 2))
+    c_clone = c.clone()
+    assert_equal(c_clone, c.index_fill_(0, ind_empty, -1))
+    assert_equal(c_clone, c.index_copy_(0, ind_empty, torch.empty((0, 1, 2))))
+    assert_equal(c_clone, c.index_add_(0, ind_empty, torch.empty((0, 1, 2))))
+    z = torch.randn((2, 3, 4))
+    assert_equal(z, z.index_fill_(0, ind_empty, -1))
+    assert_equal(z, z.index_copy_(0, ind_empty, torch.empty((0, 3, 4))))
+    assert_equal(z, z.index_add_(0, ind_empty, torch.empty((0, 3, 4))))
+    assert_equal(x, x.index_select(0, ind_empty))
+    assert x.index_select(2, ind_empty).shape == (0, 1, 0, 0)
+    assert_equal(x, x.index_select(2, ind_01))
+    assert torch.randn((2, 3, 4)).index_select(0, ind_empty).shape == (0, 3, 4)
+    assert torch.randn((0, 3)).index_select(1, ind_01).shape == (0, 2)
+    w = torch.randn((3, 0))
+    assert w.index_select(0, ind_01).shape == (2, 0)
+    assert w.index_select(0, ind_01.int()).shape == (2, 0)
+    s = torch.randn([])
+    assert s.index_select(0, torch.tensor([0], dtype=torch.int32)).shape == ()
+    w = torch.randn((0, 3))
+    with pytest.raises(RuntimeError, match="self indexing axis dim should be positive"):
+        torch.index_select(w, 0, ind_01)
+    with pytest.raises(RuntimeError, match="INDICES element is out of DATA bounds"):
+        torch.index_select(w, 1, torch.tensor([0, 5], dtype=torch.int64))
+    with pytest.raises(RuntimeError, match="Index to scalar can have only 1 value"):
+        torch.index_select(s, 0, ind_empty)
+    with pytest.raises(RuntimeError):
+        torch.ones([]).index_select(0, torch.Tensor([0, 0]).int())
+
+
+@pytest.mark.parametrize("dtype", [torch.uint8, torch.int8, torch.int16, torch.int32,
+                                   torch.int64, torch.float32, torch.float64, torch.float16,
+                                   torch.bfloat16])
+def test_addcdiv(dtype: torch.dtype) -> None:
+    def non_zero_rand(size):
+        if dtype.is_floating_point:
+            a = torch.rand(size=size, dtype=dtype)
+        elif dtype == torch.uint8:
+            a = torch.randint(1, 5, size=size, dtype=dtype)
+        else:
+            a = torch.randint(-5, 5, size=size, dtype=dtype)
+        return a + (a == 0).to(dtype)
+
+    a, b, c = non_zero_rand((2, 2)), non_zero_rand((2, 2)), non_zero_rand((2, 2))
+    alpha = 0.5 if dtype.is_floating_point else 3
+    if not dtype.is_floating_point:
+        with pytest.raises(RuntimeError):  # integer division with addcdiv is prohibited
+            torch.addcdiv(a, b, c, value=alpha)
+        return
+    tol = 1e-2 if dtype.itemsize == 2 else None
+    assert_equal(a + (alpha * b) / c, torch.addcdiv(a, b, c, value=alpha), rtol=tol, atol=tol)
+
+
+def test_nullary_op_mem_overlap() -> None:
+    x = torch.rand((1, 3)).expand((3, 3))
+    for op, args in (("random_", ()), ("uniform_", ()), ("cauchy_", ()), ("log_normal_", ()),
+                     ("exponential_", ()), ("geometric_", (0.5,)), ("normal_", ())):
+        with pytest.raises(RuntimeError, match="unsupported operation"):
+            getattr(x, op)(*args)
+
+
+def _unary_io_overlap(data, sz, op) -> None:
+    def _test(output, inp):
+        output_exp = torch.empty_like(output)
+        op(inp, out=output_exp)
+        assert_equal(op(inp, out=output), output_exp)
+
+    _test(data[0:sz], data[0:sz])
+    _test(data[0:sz], data[sz:2 * sz])
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        _test(data[0:sz], data[1:sz + 1])
+    length = int(math.sqrt(sz))
+    inp = data[:length ** 2].view([length, length])
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        _test(inp.t(), inp)
+
+
+@pytest.mark.parametrize("fn", ["addcmul", "addcdiv", "lerp"])
+def test_ternary_op_mem_overlap(fn: str) -> None:
+    inplace_op = getattr(torch.Tensor, fn + "_")
+    inp = torch.randn(1, dtype=torch.double).expand(3, 3)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        inplace_op(inp, torch.randn_like(inp), torch.randn_like(inp))
+    sz = 9
+    data = torch.randn(2 * sz, dtype=torch.double)
+    o1, o2 = torch.randn(sz, dtype=torch.double), torch.randn(sz, dtype=torch.double)
+    out_op = getattr(torch, fn)
+    _unary_io_overlap(data, sz, lambda i, out: out_op(i, o1.view(i.shape), o2.view(i.shape),
+                                                      out=out))
+    _unary_io_overlap(data, sz, lambda i, out: out_op(o1.view(i.shape), i, o2.view(i.shape),
+                                                      out=out))
+    _unary_io_overlap(data, sz, lambda i, out: out_op(o1.view(i.shape), o2.view(i.shape), i,
+                                                      out=out))
+
+
+def test_copy_mem_overlap() -> None:
+    inp = torch.randn(1, dtype=torch.double).expand(3, 3)
+    with pytest.raises(RuntimeError, match="single memory location"):
+        inp.copy_(torch.randn_like(inp))
+    doubles = torch.randn(18, dtype=torch.double)
+    _unary_io_overlap(doubles, 9, lambda inp, out: out.copy_(inp))
+
+
+def test_is_signed() -> None:
+    assert torch.IntTensor(5).is_signed()
+    assert not torch.ByteTensor(5).is_signed()
+    assert torch.CharTensor(5).is_signed()
+    assert torch.FloatTensor(5).is_signed()
+    assert torch.HalfTensor(10).is_signed()
