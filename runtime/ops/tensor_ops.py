@@ -935,6 +935,17 @@ def _either(x: Tensor, y: Tensor) -> Tensor:
     return logical_not(F.logical_and(logical_not(x), logical_not(y)))
 
 
+def _double_arg(fn: str, name: str, position: int, value: Any) -> Any:
+    """PyTorch's parser for a double argument: a one-element tensor that requires no grad is
+    read as its number, one that requires grad is its TypeError."""
+    if not isinstance(value, Tensor):
+        return value
+    if value.requires_grad or value.numel() != 1:
+        raise TypeError(f"{fn}(): argument '{name}' (position {position}) must be float, not "
+                        "Tensor")
+    return value.item()
+
+
 def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-08,
             equal_nan: bool = False) -> Tensor:
     """|a - b| <= atol + rtol * |b| elementwise, as PyTorch's: equal values (infinities
@@ -946,6 +957,8 @@ def isclose(input: Tensor, other: Tensor, rtol: float = 1e-05, atol: float = 1e-
     if input.dtype is not other.dtype:
         raise RuntimeError(f"{D.scalar_type_name(input.dtype)} did not match "
                            f"{D.scalar_type_name(other.dtype)}")
+    rtol = _double_arg("isclose", "rtol", 3, rtol)
+    atol = _double_arg("isclose", "atol", 4, atol)
     if rtol < 0:
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
     if atol < 0:
