@@ -214,6 +214,13 @@ def legacy_new(dtype: D.DType, default_device: Any, args: tuple[Any, ...], devic
         return tensor(args[0], dtype=dtype, device=dev)
     if len(args) == 1:
         raise TypeError(f"new(): data must be a sequence (got {type(args[0]).__name__})")
+    if type(args[0]) is not int:  # no overload takes it: PyTorch's parser lists them
+        got = ", ".join(type(a).__name__ for a in args)
+        raise TypeError(f"new() received an invalid combination of arguments - got ({got}), "
+                        "but expected one of:\n * (*, torch.device device = None)\n * "
+                        "(torch.Storage storage)\n * (Tensor other)\n * (tuple of ints size, *, "
+                        "torch.device device = None)\n * (object data, *, torch.device device = "
+                        "None)\n")
     bad = next(i for i, a in enumerate(args) if type(a) is not int)
     raise TypeError(f"new(): argument 'size' failed to unpack the object at pos {bad + 1} with "
                     f"error \"type must be tuple of ints,but got {type(args[bad]).__name__}\"")
