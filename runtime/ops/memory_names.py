@@ -701,6 +701,46 @@ class TypedStorage(UntypedStorage):
         self._elements()[...] = value
         return self
 
+    def type(self) -> str:  # noqa: A003 - PyTorch's name
+        """The legacy storage type's name (the runtime's module in it, as Tensor.type's)."""
+        return f"runtime.{D.scalar_type_name(self.dtype)}Storage"
+
+    def _cast(self, dtype: D.DType) -> TypedStorage:
+        """A new storage of ``dtype`` holding self's elements converted (PyTorch's casts)."""
+        values = self._elements()
+        values = values.get() if hasattr(values, "get") else values
+        return TypedStorage(values.astype(dtype.np), self.device, dtype)
+
+    def float(self) -> TypedStorage:  # noqa: A003
+        return self._cast(D.float32)
+
+    def double(self) -> TypedStorage:
+        return self._cast(D.float64)
+
+    def half(self) -> TypedStorage:
+        return self._cast(D.float16)
+
+    def bfloat16(self) -> TypedStorage:
+        return self._cast(D.bfloat16)
+
+    def long(self) -> TypedStorage:
+        return self._cast(D.int64)
+
+    def int(self) -> TypedStorage:  # noqa: A003
+        return self._cast(D.int32)
+
+    def short(self) -> TypedStorage:
+        return self._cast(D.int16)
+
+    def char(self) -> TypedStorage:
+        return self._cast(D.int8)
+
+    def byte(self) -> TypedStorage:
+        return self._cast(D.uint8)
+
+    def bool(self) -> TypedStorage:  # noqa: A003
+        return self._cast(D.bool_)
+
     def __repr__(self) -> str:
         return f"TypedStorage of {self.size()} {self.dtype} on {self.device}"
 

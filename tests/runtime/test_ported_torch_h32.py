@@ -2058,3 +2058,100 @@ def test_copy_noncontig_and_from_sequence() -> None:
     for dtype in (torch.float, torch.double, torch.int8, torch.short, torch.int, torch.long,
                   torch.uint8):
         assert_equal(torch.tensor(seq, dtype=dtype), reference, exact_dtype=False)
+
+
+# ------------------------------------------------- TestTorch: pickling, generators, parsing
+
+
+def test_pickle_parameter_dtype_size_function() -> None:
+    import pickle
+
+    a = torch.nn.Parameter(torch.randn(5, 5), requires_grad=False)
+    b = pickle.loads(pickle.dumps(a))
+    assert isinstance(b, torch.nn.Parameter)
+    assert a.requires_grad == b.requires_grad
+    assert_equal(a, b)
+    t = torch.float32
+    b = pickle.loads(pickle.dumps(t))
+    assert isinstance(b, torch.dtype) and b is t
+    size = torch.rand(10).size()
+    b = pickle.loads(pickle.dumps(size))
+    assert isinstance(b, torch.Size) and b == size
+    assert pickle.loads(pickle.dumps(torch.tanh)) == torch.tanh
+
+
+def test_generator_cpu() -> None:
+    assert torch.default_generator == torch.default_generator
+    g1, g2 = torch.Generator(), torch.Generator()
+    g1.manual_seed(12345)
+    g2.manual_seed(12345)
+    assert g1.initial_seed() == g2.initial_seed()
+    g1.seed()
+    g2.seed()
+    assert g1.initial_seed() != g2.initial_seed()
+    g1 = torch.Generator()
+    g2_state = g2.get_state()
+    g2_randn = torch.randn(1, generator=g2)
+    g1.set_state(g2_state)
+    assert_equal(torch.randn(1, generator=g1), g2_randn)
+    default_state = torch.default_generator.get_state()
+    q = torch.empty(100)
+    g1_normal = q.normal_().clone()
+    g2 = torch.Generator()
+    g2.set_state(default_state)
+    assert_equal(g1_normal, q.normal_(generator=g2))
+    with pytest.raises(RuntimeError):
+        torch.Generator("opengl")
+
+
+def test_parsing_int64_double_intlist() -> None:
+    x = torch.cumsum(torch.ones(5, 5), 0)
+    assert_equal(x, torch.cumsum(torch.ones(5, 5), torch.tensor(0)))
+    with pytest.raises(TypeError):
+        torch.cumsum(torch.ones(5, 5), torch.tensor(0.0))
+    x = torch.randn(2, 3)
+    assert torch.isclose(x, x, 1, 1).all()
+    assert torch.isclose(x, x, 1.5, 1.0).all()
+    assert torch.isclose(x, x, torch.tensor(1), torch.tensor(1)).all()
+    assert torch.isclose(x, x, torch.tensor(1.5), torch.tensor(1.0)).all()
+    with pytest.raises(TypeError):
+        torch.isclose(x, x, torch.tensor(1.5), torch.tensor(1.0, requires_grad=True)).all()
+    for args in (((torch.tensor(3), torch.tensor(4)),), (torch.tensor(3), torch.tensor(4)),
+                 ((np.array(3), np.int64(4)),), (np.array(3), np.int64(4)),
+                 ((np.int64(3), np.array(4)),), (np.int64(3), np.array(4))):
+        assert torch.ones(*args).shape == torch.Size([3, 4])
+    for bad in ((torch.tensor(3.0), torch.tensor(4)), (3.0, torch.tensor(4)),
+                (np.array(3.0), torch.tensor(4))):
+        with pytest.raises(TypeError):
+            torch.ones(bad)
+    with pytest.raises(TypeError):
+        torch.ones(torch.tensor([3, 3]))
+    with pytest.raises(TypeError):
+        torch.ones(np.array([3, 3]))
+    with pytest.raises(TypeError, match="received an invalid combination of arguments"):
+        torch.LongTensor((6, 0), 1, 1, 0)
+
+
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
+def test_storage_casts() -> None:
+    storage = torch.IntStorage([-1, 0, 1, 2, 3, 4])
+    assert storage.size() == 6
+    assert storage.tolist() == [-1, 0, 1, 2, 3, 4]
+    assert storage.type() == "runtime.IntStorage"  # the runtime's module, as Tensor.type()
+    assert storage.dtype is torch.int32
+    for method, name, dtype, values in (
+            ("float", "FloatStorage", torch.float32, [-1, 0, 1, 2, 3, 4]),
+            ("half", "HalfStorage", torch.float16, [-1, 0, 1, 2, 3, 4]),
+            ("bfloat16", "BFloat16Storage", torch.bfloat16, [-1, 0, 1, 2, 3, 4]),
+            ("long", "LongStorage", torch.int64, [-1, 0, 1, 2, 3, 4]),
+            ("short", "ShortStorage", torch.int16, [-1, 0, 1, 2, 3, 4]),
+            ("double", "DoubleStorage", torch.float64, [-1.0, 0.0, 1.0, 2.0, 3.0, 4.0]),
+            ("char", "CharStorage", torch.int8, [-1, 0, 1, 2, 3, 4]),
+            ("byte", "ByteStorage", torch.uint8, [255, 0, 1, 2, 3, 4]),
+            ("bool", "BoolStorage", torch.bool, [True, False, True, True, True, True])):
+        cast = getattr(storage, method)()
+        assert cast.size() == 6
+        assert cast.tolist() == values
+        assert cast.type() == f"runtime.{name}"
+        assert cast.dtype is dtype
+        assert cast.int().tolist() == [int(v) for v in values]
