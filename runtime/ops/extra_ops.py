@@ -75,6 +75,8 @@ def _repeat_counts(repeats: Tensor) -> list[int]:
     if repeats.dtype not in (D.int64, D.int32):
         raise NotImplementedError('"repeat_interleave_cpu" not implemented for '
                                   f"'{D.scalar_type_name(repeats.dtype)}'")
+    if repeats.ndim > 1:
+        raise RuntimeError("repeats must be 0-dim or 1-dim tensor")
     counts = [int(r) for r in repeats.tolist()] if repeats.ndim else [int(repeats.item())]
     if any(c < 0 for c in counts):
         raise RuntimeError("repeats can not be negative")
