@@ -144,6 +144,11 @@ def meshgrid(*tensors: Any, indexing: str | None = None) -> tuple[Tensor, ...]:
         if t.ndim > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
                                f"but got: {t}")
+    for a, b in zip(tensors, tensors[1:]):
+        if a.dtype is not b.dtype:
+            raise RuntimeError("meshgrid expects all tensors to have the same dtype")
+        if a.device != b.device:
+            raise RuntimeError("meshgrid expects all tensors to have the same device")
     ts = [t.reshape(-1) for t in tensors]
     swap = indexing == "xy" and len(ts) >= 2
     if swap:
