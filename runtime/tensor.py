@@ -528,10 +528,17 @@ class Tensor:
         return object.__format__(self, format_spec)
 
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._scalar_item())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._scalar_item())
+
+    def _scalar_item(self) -> Any:
+        """item() for Python's number protocols: PyTorch's ValueError for a tensor of other than
+        one element (item()'s own error is a RuntimeError)."""
+        if self._data.size != 1 and type(self._data) is not MetaArray:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
 
     def __index__(self) -> int:
         if self.dtype.category != 1 or self._data.size != 1:
