@@ -403,6 +403,23 @@ def _tensor_scalars(seq: list[Any] | tuple[Any, ...]) -> list[Any] | tuple[Any, 
     return out if changed else seq
 
 
+def _is_other_sequence(data: Any) -> bool:
+    """A sequence (PySequence_Check: ``__len__`` and ``__getitem__``) that is no list, tuple,
+    string, array or tensor: PyTorch reads it item by item."""
+    return (hasattr(type(data), "__len__") and hasattr(type(data), "__getitem__")
+            and not isinstance(data, (list, tuple, str, bytes, np.ndarray, Tensor, dict))
+            and not hasattr(data, "__cuda_array_interface__"))
+
+
+def _sequence_items(data: Any) -> list[Any]:
+    """A sequence's items as a list, or PyTorch's error where they cannot be read."""
+    try:
+        return [data[i] for i in range(len(data))]
+    except Exception:
+        raise ValueError(f"could not determine the shape of object type "
+                         f"'{type(data).__name__}'") from None
+
+
 def _uint64_array(data: Any) -> np.ndarray:
     """Python values as uint64 directly: numpy infers float64 for a list mixing ints past
     int64's range with others (2**64 - 1 rounded to 2**64, stored as 0); PyTorch's errors for
@@ -428,6 +445,8 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
         arr = arr.copy()
     else:
         src_dev = "cpu"
+        if _is_other_sequence(arr):
+            data = arr = _sequence_items(arr)
         if isinstance(arr, (list, tuple)):
             data = arr = _tensor_scalars(arr)
             _warn_list_of_ndarrays(arr)

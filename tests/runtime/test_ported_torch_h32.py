@@ -2155,3 +2155,156 @@ def test_storage_casts() -> None:
         assert cast.type() == f"runtime.{name}"
         assert cast.dtype is dtype
         assert cast.int().tolist() == [int(v) for v in values]
+
+
+# ------------------------------------------------- test_tensor_creation_ops.py (beyond h18's)
+
+
+def test_creation_repeat_interleave() -> None:
+    x = torch.tensor([0, 1, 2, 3])
+    assert_equal(torch.repeat_interleave(x), torch.tensor([1, 2, 2, 3, 3, 3]))
+    for bad in (torch.arange(4).reshape(2, 2), torch.arange(4.0), torch.tensor([1, 2, -1, 3, 4])):
+        with pytest.raises(RuntimeError):
+            torch.repeat_interleave(bad)
+    y = torch.tensor([[1, 2], [3, 4]])
+    y1_expect = torch.tensor([1, 1, 2, 2, 3, 3, 4, 4])
+    for r in (2, torch.tensor(2), torch.tensor([2])):
+        assert_equal(torch.repeat_interleave(y, r), y1_expect)
+    assert_equal(torch.repeat_interleave(y, 3, dim=1),
+                 torch.tensor([[1, 1, 1, 2, 2, 2], [3, 3, 3, 4, 4, 4]]))
+    assert_equal(torch.repeat_interleave(y, torch.tensor([1, 2]), dim=0),
+                 torch.tensor([[1, 2], [3, 4], [3, 4]]))
+    with pytest.raises(RuntimeError):
+        torch.repeat_interleave(y, torch.tensor([1, 2, 3]), dim=0)
+    with pytest.raises(RuntimeError):
+        torch.repeat_interleave(y, torch.arange(9).reshape(3, 3), dim=0)
+    x = torch.zeros((5, 0))
+    assert_equal(torch.repeat_interleave(x, repeats=3, dim=1), x.new_zeros(5, 0))
+    x = torch.tensor([], dtype=torch.int64)
+    assert_equal(torch.repeat_interleave(x, x), x)
+
+
+def test_new_methods_requires_grad() -> None:
+    size = (10,)
+    for method_name, args in (("new_full", [size, 1]), ("new_empty", [size]),
+                              ("new_zeros", [size]), ("new_ones", [size])):
+        x = torch.randn(size)
+        for requires_grad in [True, False]:
+            assert getattr(x, method_name)(*args, requires_grad=requires_grad).requires_grad \
+                == requires_grad
+        x = torch.randint(10, size)
+        with pytest.raises(RuntimeError, match="Only Tensors of floating point and complex dtype "
+                                               "can require gradients"):
+            getattr(x, method_name)(*args, requires_grad=True)
+
+
+def test_tensor_from_sequence() -> None:
+    class MockSequence:
+        def __init__(self, lst):
+            self.lst = lst
+
+        def __len__(self):
+            return len(self.lst)
+
+        def __getitem__(self, item):
+            raise TypeError
+
+    class GoodMockSequence(MockSequence):
+        def __getitem__(self, item):
+            return self.lst[item]
+
+    with pytest.raises(ValueError, match="could not determine the shape"):
+        torch.tensor(MockSequence([1.0, 2.0, 3.0]))
+    assert_equal(torch.tensor([1.0, 2.0, 3.0]), torch.tensor(GoodMockSequence([1.0, 2.0, 3.0])))
+
+
+def test_simple_and_offset_scalar_cast() -> None:
+    for tensor, value in zip([torch.tensor([1.5]), torch.zeros(1, 1, 1, 1)], [1.5, 0]):
+        assert int(tensor) == int(value)
+        assert float(tensor) == float(value)
+        assert complex(tensor) == complex(value)
+    for tensor in map(torch.Tensor, [[], [1, 2], [[1, 2], [3, 4]]]):
+        for cast in (int, float, complex):
+            with pytest.raises(ValueError):
+                cast(tensor)
+    assert int(torch.tensor([1.0, 2.0, 3.0])[2:]) == 3
+
+
+def test_meshgrid_errors_and_warning(warn_always: None) -> None:
+    with pytest.raises(RuntimeError, match="expects a non-empty TensorList"):
+        torch.meshgrid()
+    with pytest.raises(RuntimeError, match='indexing must be one of "xy" or "ij"'):
+        torch.meshgrid(torch.tensor([1, 2]), indexing="")
+    with pytest.raises(RuntimeError, match="Expected 0D or 1D tensor"):
+        torch.meshgrid(torch.tensor([[1, 2], [3, 4]]))
+    with pytest.raises(RuntimeError, match="expects all tensors to have the same dtype"):
+        torch.meshgrid(torch.tensor([1], dtype=torch.int), torch.tensor([2], dtype=torch.float))
+    with pytest.warns(UserWarning, match=".*will be required to pass the indexing arg.*"):
+        torch.meshgrid(torch.tensor([1, 2]))
+
+
+@pytest.mark.filterwarnings("ignore:torch.meshgrid")
+@pytest.mark.parametrize("indexing", [None, "ij", "xy"])
+def test_meshgrid_indexing(indexing) -> None:
+    a, b, c = torch.tensor(1), torch.tensor([1, 2, 3]), torch.tensor([1, 2])
+    kwargs = {} if indexing is None else {"indexing": indexing}
+    if indexing == "xy":
+        shape = (3, 1, 2)
+        want_b = torch.tensor([[[1, 1]], [[2, 2]], [[3, 3]]])
+        want_c = torch.tensor([[[1, 2]], [[1, 2]], [[1, 2]]])
+    else:
+        shape = (1, 3, 2)
+        want_b = torch.tensor([[[1, 1], [2, 2], [3, 3]]])
+        want_c = torch.tensor([[[1, 2], [1, 2], [1, 2]]])
+    for grids in (torch.meshgrid([a, b, c], **kwargs), torch.meshgrid(a, b, c, **kwargs)):
+        assert all(g.shape == shape for g in grids)
+        assert grids[0].equal(torch.ones(*shape, dtype=torch.int64))
+        assert grids[1].equal(want_b)
+        assert grids[2].equal(want_c)
+
+
+@pytest.mark.filterwarnings("ignore:torch.meshgrid")
+def test_meshgrid_vs_numpy() -> None:
+    cases = [[[]], [[1], [1], [1]], [[], [], []], [[3], [5], [7]], [[3], [], [7]], [[11], [13]],
+             [[15]]]
+    correspondence = [({}, {"indexing": "ij"}), ({"indexing": "xy"}, {}),
+                      ({"indexing": "ij"}, {"indexing": "ij"}),
+                      ({"indexing": "xy"}, {"indexing": "xy"})]
+    for shapes, (torch_kwargs, numpy_kwargs) in product(cases, correspondence):
+        tensors = [make_tensor(shape, torch.int) for shape in shapes]
+        torch_grids = torch.meshgrid(*tensors, **torch_kwargs)
+        numpy_grids = np.meshgrid(*(t.numpy() for t in tensors), **numpy_kwargs)
+        assert len(torch_grids) == len(numpy_grids)
+        for g, n in zip(torch_grids, numpy_grids):
+            np.testing.assert_array_equal(g.numpy(), n)
+
+
+def test_cartesian_prod_and_combinations() -> None:
+    from itertools import combinations, combinations_with_replacement
+
+    a, b, c = torch.tensor([1]), torch.tensor([1, 2, 3]), torch.tensor([1, 2])
+    want = torch.tensor([[x.item(), y.item(), z.item()] for x, y, z in product(a, b, c)])
+    assert_equal(torch.cartesian_prod(a, b, c), want)
+    d = torch.empty(0, dtype=b.dtype)
+    assert_equal(torch.cartesian_prod(a, b, c, d), torch.empty(0, 4, dtype=b.dtype))
+    assert_equal(torch.cartesian_prod(b), b)
+    a = torch.tensor([1, 2, 3])
+    vals = a.tolist()
+    assert_equal(torch.combinations(a, r=0), torch.empty(0, dtype=a.dtype))
+    for r, rep in ((1, False), (1, True), (2, False), (2, True), (3, False)):
+        fn = combinations_with_replacement if rep else combinations
+        assert_equal(torch.combinations(a, r=r, with_replacement=rep),
+                     torch.tensor(list(fn(vals, r))))
+    for r in (4, 5):
+        assert_equal(torch.combinations(a, r=r), torch.empty(0, r, dtype=a.dtype))
+    a = torch.empty(0)
+    assert_equal(torch.combinations(a), torch.empty(0, 2, dtype=a.dtype))
+    assert_equal(torch.combinations(a, with_replacement=True), torch.empty(0, 2, dtype=a.dtype))
+
+
+def test_linlogspace_mem_overlap() -> None:
+    x = torch.rand(1).expand(10)
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        torch.linspace(1, 10, 10, out=x)
+    with pytest.raises(RuntimeError, match="unsupported operation"):
+        torch.logspace(1, 10, 10, out=x)
