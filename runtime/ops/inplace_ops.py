@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import warnings
+
 import numpy as np
 
 from .. import _dtype as D
@@ -368,17 +370,64 @@ def fill_diagonal_(x: Tensor, fill_value: Any, wrap: bool = False) -> Tensor:
     return x.masked_fill_(Tensor._of(mask, device=x.device), fill_value)
 
 
+# the float dtypes' mantissa digits: the integers each holds exactly, [-2**d, 2**d]
+_RANDOM_DIGITS = {"float16": 11, "bfloat16": 8, "float32": 24, "float64": 53}
+
+
+def _check_random_args(from_: Any, to: Any) -> None:
+    """PyTorch's parser: random_'s bounds are ints (its TypeError lists the overloads)."""
+    def is_int(v: Any) -> bool:
+        return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+
+    if is_int(from_) and (to is None or is_int(to)):
+        return
+    args = (from_,) if to is None else (from_, to)
+    got = ", ".join(type(a).__name__ for a in args)
+    marks = ", ".join(f"!{type(a).__name__}!" for a in args)
+    raise TypeError(f"random_() received an invalid combination of arguments - got ({got}), "
+                    f"but expected one of:\n * (*, torch.Generator generator = None)\n      "
+                    f"didn't match because some of the arguments have invalid types: ({marks})"
+                    f"\n * (int from, int to, *, torch.Generator generator = None)\n * (int to, "
+                    f"*, torch.Generator generator = None)\n")
+
+
+def _check_random_bounds(dtype: D.DType, low: int, high: int) -> None:
+    """PyTorch's check_from_to: ``from`` and ``to - 1`` inside the dtype's range (its
+    RuntimeError), and for a float dtype inside the integers it holds exactly (its warning)."""
+    if dtype.is_floating_point:
+        info = D.np_finfo(dtype)
+        lowest, highest = float(info.min), float(info.max)
+    elif dtype is D.bool_:
+        lowest, highest = 0, 1
+    else:
+        lowest, highest = int(np.iinfo(dtype.np).min), int(np.iinfo(dtype.np).max)
+    for value, name in ((low, "from"), (high, "to - 1")):
+        if not lowest <= value <= highest:
+            raise RuntimeError(f"{name} is out of bounds for {D.type_meta_name(dtype)}")
+    if dtype.is_floating_point:
+        digits = _RANDOM_DIGITS[dtype.name]
+        for value, name in ((low, "from"), (high, "to - 1")):
+            if not -(2 ** digits) <= value <= 2 ** digits:
+                warnings.warn(f"{name} is out of bounds [-(2^{digits}), 2^{digits}]. Due to "
+                              f"precision limitations {D.type_meta_name(dtype)} can support "
+                              "discrete uniform distribution only within this range. This "
+                              "warning will become an error in version 1.7 release, please fix "
+                              "the code in advance", UserWarning, stacklevel=4)
+
+
 def random_(x: Tensor, from_: int = 0, to: int | None = None, *, generator: Any = None
             ) -> Tensor:
     """Integers drawn uniformly from [from, to); no ``to``: [0, 2**mantissa] for floats (as
     PyTorch's), the dtype's maximum + 1 for integers."""
     from ..creation import randint
 
+    _check_random_args(from_, to)
+    given = to is not None or from_ != 0
     if to is None and from_ != 0:  # random_(to)
         from_, to = 0, from_
     if to is None:
         if x.dtype.is_floating_point:
-            to = 2 ** (np.finfo(x.dtype.np).nmant + 1) + 1
+            to = 2 ** _RANDOM_DIGITS[x.dtype.name] + 1
         elif x.dtype is D.bool_:
             to = 2
         else:
@@ -386,6 +435,8 @@ def random_(x: Tensor, from_: int = 0, to: int | None = None, *, generator: Any 
     if from_ >= to:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got "
                            f"from={from_} >= to={to}")
+    if given:
+        _check_random_bounds(x.dtype, int(from_), int(to) - 1)
     r = randint(from_, to, tuple(x.shape), generator=generator, device=x.device)
     return F.copy_(x, F.cast(r, x.dtype))
 
