@@ -2308,3 +2308,121 @@ def test_linlogspace_mem_overlap() -> None:
         torch.linspace(1, 10, 10, out=x)
     with pytest.raises(RuntimeError, match="unsupported operation"):
         torch.logspace(1, 10, 10, out=x)
+
+
+def test_ctor_with_numpy_array_legacy() -> None:
+    for dtype in (np.double, np.float16, np.int64, np.int32, np.int16, np.int8, np.uint8,
+                  np.bool_):
+        array = np.array([1, 2, 3, 4], dtype=dtype)
+        for ctor in (torch.DoubleTensor, torch.FloatTensor, torch.HalfTensor):
+            t = ctor(array)
+            for i in range(len(array)):
+                assert t[i].item() == array[i]
+
+
+RANDOM_DTYPES = [torch.float32, torch.float64, torch.int8, torch.int16, torch.int32,
+                 torch.int64, torch.uint8, torch.float16, torch.bfloat16]
+
+
+@pytest.mark.parametrize("dtype", [torch.float, torch.double, torch.int8, torch.int16,
+                                   torch.int32, torch.int64])
+def test_random(dtype: torch.dtype) -> None:
+    t = torch.empty(200, dtype=dtype)
+    t.fill_(-1)
+    t.random_(1, 4)
+    assert t.min().item() == 1 and t.max().item() == 3
+    t.fill_(-1)
+    t.random_(4)
+    assert t.min().item() == 0 and t.max().item() == 3
+
+
+def test_random_bool() -> None:
+    for start in (False, True):
+        t = torch.empty(2000, dtype=torch.bool)
+        t.fill_(start)
+        t.random_()
+        assert not t.min().item() and t.max().item()
+        assert 0.4 < t.eq(True).to(torch.int).sum().item() / 2000 < 0.6
+
+
+def _check_random_from_to(t: torch.Tensor, from_: int, to_: int, min_val: int, max_val: int,
+                          fp_limit: int) -> None:
+    dtype = t.dtype
+    if to_ <= from_:
+        with pytest.raises(RuntimeError, match=f"random_ expects 'from' to be less than 'to', "
+                                               f"but got from={from_} >= to={to_}"):
+            t.random_(from_, to_)
+    elif not min_val <= from_ <= max_val:
+        with pytest.raises(RuntimeError, match="from is out of bounds"):
+            t.random_(from_, to_)
+    elif not min_val <= to_ - 1 <= max_val:
+        with pytest.raises(RuntimeError, match="to - 1 is out of bounds"):
+            t.random_(from_, to_)
+    elif dtype.is_floating_point and (not -fp_limit <= from_ <= fp_limit
+                                      or not -fp_limit <= to_ - 1 <= fp_limit):
+        with pytest.warns(UserWarning, match="(from|to - 1) is out of bounds"):
+            t.random_(from_, to_)
+    else:
+        t.random_(from_, to_)
+        delta = max(1, 0.1 * (to_ - from_))
+        lo, hi = t.to(torch.double).min().item(), t.to(torch.double).max().item()
+        assert from_ <= lo < from_ + delta
+        if dtype == torch.bfloat16:
+            assert to_ - delta < hi <= to_
+        else:
+            assert to_ - delta <= hi < to_
+
+
+_FP_LIMIT = {torch.double: 2 ** 53, torch.float: 2 ** 24, torch.half: 2 ** 11,
+             torch.bfloat16: 2 ** 8}
+I64_MIN, I64_MAX = -2 ** 63, 2 ** 63 - 1
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+@pytest.mark.parametrize("dtype", RANDOM_DTYPES + [torch.bool])
+def test_random_from_to(dtype: torch.dtype) -> None:
+    if dtype is torch.bool:
+        min_val, max_val = 0, 1
+        froms = [I64_MIN, -42, -1, 0, 1, 2, 42]
+        tos = [-42, -1, 0, 1, 2, 42, I64_MAX]
+    elif dtype in (torch.float, torch.double, torch.half):
+        min_val = int(max(torch.finfo(dtype).min, I64_MIN))
+        max_val = int(min(torch.finfo(dtype).max, I64_MAX))
+        froms, tos = [min_val, -42, 0, 42], [-42, 0, 42, max_val >> 1]
+    elif dtype == torch.bfloat16:
+        min_val, max_val = I64_MIN, I64_MAX
+        froms, tos = [min_val, -42, 0, 42], [-42, 0, 42, max_val >> 1]
+    elif dtype == torch.int64:
+        min_val, max_val = I64_MIN, I64_MAX
+        froms, tos = [min_val, -42, 0, 42], [-42, 0, 42, max_val]
+    else:
+        min_val, max_val = torch.iinfo(dtype).min, torch.iinfo(dtype).max
+        froms = [I64_MIN, min_val - 1, min_val, -42, 0, 42, max_val, max_val + 1]
+        tos = [min_val - 1, min_val, -42, 0, 42, max_val, max_val + 1, I64_MAX]
+    for from_, to_ in product(froms, tos):
+        _check_random_from_to(torch.empty(500, dtype=dtype), from_, to_, min_val, max_val,
+                              _FP_LIMIT.get(dtype, 0))
+
+
+@pytest.mark.parametrize("dtype", RANDOM_DTYPES)
+def test_random_default(dtype: torch.dtype) -> None:
+    # (test_random_full_range's random_(from, None) is not ported: see h32's report)
+    to_inc = _FP_LIMIT[dtype] if dtype.is_floating_point else torch.iinfo(dtype).max
+    t = torch.empty(2000, dtype=dtype)
+    t.random_()
+    assert 0 <= t.to(torch.double).min().item() < 0.1 * to_inc
+    assert to_inc - 0.1 * to_inc < t.to(torch.double).max().item() <= to_inc
+
+
+def test_random_argument_types() -> None:
+    with pytest.raises(TypeError, match=r"^random_\(\) received an invalid combination of "
+                                        r"arguments - got \(float, int\)"):
+        torch.empty(3).random_(3.5, 5)
+
+
+def test_tensor_device() -> None:
+    assert torch.tensor(5).device.type == "cpu"
+    assert torch.ones((2, 3), dtype=torch.float32, device="cpu").device.type == "cpu"
+    assert torch.ones((2, 3), dtype=torch.float32, device="cpu:0").device.type == "cpu"
+    assert torch.tensor(torch.ones((2, 3)), device="cpu:0").device.type == "cpu"
+    assert torch.tensor(np.random.randn(2, 3), device="cpu").device.type == "cpu"
