@@ -116,6 +116,7 @@ from .ops.functional import (
     trunc,
 )
 from .ops.tensor_ops import allclose, equal, isclose
+from ._checks import _assert_async as _assert_async
 from ._checks import _check as _check
 from ._checks import _check_index as _check_index
 from ._checks import _check_not_implemented as _check_not_implemented

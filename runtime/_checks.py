@@ -64,3 +64,16 @@ def _check_tensor_all_with(error_type: type[Exception], cond: Any,
 
 def _check_tensor_all(cond: Any, message: Callable[[], Any] | None = None) -> None:
     _check_tensor_all_with(RuntimeError, cond, message)
+
+
+def _assert_async(tensor: Tensor, assert_msg: str | None = None) -> None:
+    """PyTorch's ``torch._assert_async``: the one element of ``tensor`` must be nonzero
+    (an empty or many-element tensor is its error)."""
+    n = tensor.numel()
+    if n == 0:
+        raise RuntimeError("Boolean value of Tensor with no values is ambiguous")
+    if n > 1:
+        raise RuntimeError("Boolean value of Tensor with more than one value is ambiguous")
+    if not builtins.bool(tensor.item()):
+        raise RuntimeError(assert_msg if assert_msg is not None
+                           else "Expected Tensor with single nonzero value, but got zero")
