@@ -1149,9 +1149,14 @@ def _viewable(arr: Any, shape: tuple[int, ...]) -> bool:
     return True
 
 
-def view(x: Tensor, *shape: Any) -> Tensor:
+def view(x: Tensor, *shape: Any, size: Any = None, dtype: Any = None) -> Tensor:
     """reshape that shares storage: PyTorch's error where the layout needs a copy;
-    ``view(dtype)``: the same memory read as ``dtype``."""
+    ``view(dtype)``: the same memory read as ``dtype`` (its two overloads take ``size=`` and
+    ``dtype=`` by keyword too, one of them alone)."""
+    if size is not None or dtype is not None:
+        if shape or (size is not None and dtype is not None):
+            raise TypeError(_view_overload_error(shape, size, dtype))
+        shape = (dtype,) if dtype is not None else (size,)
     if len(shape) == 1 and isinstance(shape[0], D.DType):
         return _view_dtype(x, shape[0])
     new = _new_shape(x, shape)
@@ -1160,6 +1165,15 @@ def view(x: Tensor, *shape: Any) -> Tensor:
     # always a new view, of the same shape too (PyTorch's view_as(x)._base is x), where
     # reshape may hand back x itself
     return apply(P.RESHAPE, x, shape=new)
+
+
+def _view_overload_error(shape: tuple[Any, ...], size: Any, dtype: Any) -> str:
+    """PyTorch's parser text for a view() call that matches neither overload."""
+    got = [type(a).__name__ for a in shape]
+    got += [f"{k}={'torch.dtype' if k == 'dtype' else type(v).__name__}"
+            for k, v in (("size", size), ("dtype", dtype)) if v is not None]
+    return (f"view() received an invalid combination of arguments - got ({', '.join(got)}), "
+            "but expected one of:\n * (torch.dtype dtype)\n * (tuple of ints size)\n")
 
 
 def _view_dtype(x: Tensor, dtype: D.DType) -> Tensor:
