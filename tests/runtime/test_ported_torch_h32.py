@@ -2540,3 +2540,115 @@ def test_batch_norm_cpu_inference() -> None:
             output2 = m(inp.permute(0, 1, 3, 2)).permute(0, 1, 3, 2)
             assert_equal(output1, out)
             assert_equal(output2, output1)
+
+
+def test_structseq_repr() -> None:
+    # the runtime's module names the type, as its dtypes' reprs (runtime.float32)
+    a = torch.arange(250).reshape(5, 5, 10)
+    rows_v = ",\n        ".join(
+        "[" + ", ".join(f"{v:3d}" for v in range(40 + 50 * i, 50 + 50 * i)) + "]"
+        for i in range(5))
+    rows_i = ",\n        ".join("[" + ", ".join(["4"] * 10) + "]" for _ in range(5))
+    expected = (f"runtime.return_types.max(\nvalues=tensor([{rows_v}]),\n"
+                f"indices=tensor([{rows_i}]))")
+    assert repr(a.max(1)) == expected
+
+
+def test_is_same_size_and_set_errors() -> None:
+    t1, t2 = torch.empty(3, 4, 9, 10), torch.empty(3, 4)
+    t3, t4 = torch.empty(1, 9, 3, 3), torch.empty(3, 4, 9, 10)
+    assert not t1.is_same_size(t2)
+    assert not t1.is_same_size(t3)
+    assert t1.is_same_size(t4)
+    f_cpu = torch.randn((2, 3), dtype=torch.float32)
+    d_cpu = torch.randn((2, 3), dtype=torch.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(RuntimeError):
+            f_cpu.set_(d_cpu.storage())
+    with pytest.raises(RuntimeError):
+        f_cpu.set_(d_cpu)
+
+
+def test_equal() -> None:
+    t1 = torch.tensor((3.0, 4.0, 9.0, 10.0))
+    t2 = t1.contiguous()
+    t3 = torch.tensor((1.0, 9.0, 3.0, 10.0))
+    t4 = torch.tensor((3.0, 4.0, 9.0))
+    t5 = torch.tensor([])
+    assert t1.equal(t2) and torch.equal(t1, t2)
+    for other in (t3, t4, t5):
+        assert not t1.equal(other) and not torch.equal(t1, other)
+    s = torch.tensor(((1, 2, 3, 4), (5, 6, 7, 8)))
+    s1 = s[:, 1:3]
+    assert not s1.is_contiguous()
+    assert s1.equal(s1.clone()) and s1.equal(torch.tensor(((2, 3), (6, 7))))
+    assert not s1.equal(torch.tensor(((0, 0), (0, 0))))
+    x = torch.tensor((1, 2, 3), dtype=torch.float)
+    assert torch.equal(x, torch.tensor((1, 2, 3), dtype=torch.int))
+    assert not torch.equal(torch.tensor((1, -1), dtype=torch.int), x)
+    s_0 = torch.rand((2, 3), dtype=torch.float)
+    assert not torch.equal(s_0, s_0.view(dtype=torch.int32))
+    assert s_0.view(size=(3, 2)).shape == (3, 2)  # view's keyword forms (rt took none)
+    with pytest.raises(TypeError, match=r"view\(\) received an invalid combination of "
+                                        r"arguments - got \(int, int, dtype=torch.dtype\)"):
+        s_0.view(3, 2, dtype=torch.int32)
+    t_0 = torch.rand((2, 3), dtype=torch.float)
+    assert not torch.equal(t_0, t_0.t())
+
+
+@pytest.mark.filterwarnings("ignore:TypedStorage is deprecated")
+def test_element_size() -> None:
+    for storage, tensor, size in ((torch.ByteStorage, torch.ByteTensor, 1),
+                                  (torch.CharStorage, torch.CharTensor, 1),
+                                  (torch.ShortStorage, torch.ShortTensor, 2),
+                                  (torch.IntStorage, torch.IntTensor, 4),
+                                  (torch.LongStorage, torch.LongTensor, 8),
+                                  (torch.FloatStorage, torch.FloatTensor, 4),
+                                  (torch.DoubleStorage, torch.DoubleTensor, 8),
+                                  (torch.BoolStorage, torch.BoolTensor, 1)):
+        assert storage().element_size() == tensor().element_size() == tensor().itemsize == size
+    assert torch.BFloat16Storage().element_size() == \
+        torch.tensor([], dtype=torch.bfloat16).element_size() == 2
+
+
+def test_permute_reversed_contains() -> None:
+    orig = [1, 2, 3, 4, 5, 6, 7]
+    perm = torch.randperm(7).tolist()
+    x = torch.empty(*orig).fill_(0)
+    assert [i - 1 for i in x.permute(*perm).size()] == perm
+    assert x.size() == tuple(orig)
+    assert_equal(reversed(torch.arange(0, 10)), torch.arange(9, -1, -1))
+    assert_equal(reversed(torch.arange(1, 10).view(3, 3)),
+                 torch.tensor([[7, 8, 9], [4, 5, 6], [1, 2, 3]]))
+    assert_equal(reversed(torch.tensor(42)), torch.tensor(42))
+    x = torch.arange(0, 10)
+    assert (4 in x) is True and (12 in x) is False
+    x = torch.arange(1, 10).view(3, 3)
+    val = torch.arange(1, 4)
+    assert val in x
+    val += 10
+    assert val not in x
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+            f"{str}.")):
+        "foo" in x  # noqa: B015
+    with pytest.raises(RuntimeError, match=re.escape(
+            "Tensor.__contains__ only supports Tensor or scalar, but you passed in a "
+            f"{list}.")):
+        [1, 2] in x  # noqa: B015
+
+
+def test_deepcopy_parameter_and_pickle() -> None:
+    import pickle
+
+    s = torch.nn.Linear(10, 1).state_dict(keep_vars=True)
+    assert type(s["weight"]) is torch.nn.Parameter and type(s["bias"]) is torch.nn.Parameter
+    s2 = copy.deepcopy(s)
+    assert type(s2["weight"]) is torch.nn.Parameter and type(s2["bias"]) is torch.nn.Parameter
+    a = torch.randn(5, 5)
+    assert_equal(a, pickle.loads(pickle.dumps(a)))
+    p = torch.nn.Parameter(torch.randn(5, 5))
+    q = pickle.loads(pickle.dumps(p))
+    assert isinstance(q, torch.nn.Parameter) and q.requires_grad == p.requires_grad
+    assert_equal(p, q)
