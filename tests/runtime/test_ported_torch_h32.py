@@ -7,6 +7,15 @@ jitted warnings), vitals, memory_format/channels_last, named tensors, storage in
 numpy-backed runtime need not share (untyped byte views of a storage, data_ptr arithmetic,
 ``_share_fd_cpu_``), pickling through torch.save internals (tests/runtime/test_serialization
 and test_ported_serialization_h19 cover it), and the internal ``torch._test_check_tensor``.
+
+Not ported, as details a faithful reimplementation need not share (listed in h32's report):
+the negative-bit math views (``_neg_view``, ``is_neg``), clone's preserve_format strides of a
+non-dense input, a Size's slices and sums being Sizes (plain tuples here by design), the
+deprecated value-first overloads of addcmul/addcdiv (their Python signatures are checked by
+test_parity_signatures_sweep). Not ported, as gaps in the runtime (h32's report): random_'s
+``random_(from, None)`` full-range form, and the memory-overlap checks of index_add_,
+index_copy_, index_fill_, put_, index_put_, masked_fill_, masked_scatter_, scatter_,
+bernoulli_ and the in-place shifts.
 """
 
 from __future__ import annotations
