@@ -98,19 +98,6 @@ def test_packed_wrong_order() -> None:
         rnn_utils.pack_padded_sequence(b_a, [22, 25], enforce_sorted=True)
 
 
-def test_pad_sequence_with_tensor_sequences() -> None:
-    seq_tuple_input = rnn_utils.pad_sequence((torch.tensor([[7, 6]]), torch.tensor([[-7, -1]])))
-    seq_tensor_input = rnn_utils.pad_sequence(torch.tensor([[[7, 6]], [[-7, -1]]]))
-    _assert_equal(seq_tuple_input, seq_tensor_input)
-    assert seq_tuple_input.shape == torch.Size([1, 2, 2])
-
-
-def test_pad_sequence_with_non_iterable_sequences() -> None:
-    with pytest.raises(RuntimeError, match="Expected iterable for input sequences, but got arg "
-                                           "of type"):
-        rnn_utils.pad_sequence(5)
-
-
 def test_packed_total_length() -> None:
     padded, lengths = _padded_sequence(torch.FloatTensor)
     max_length = max(lengths)
@@ -878,12 +865,6 @@ def test_multihead_attn_3d_attn_mask() -> None:
         _assert_equal(output_3d[i].unsqueeze(0).transpose(0, 1), output_2d)
 
 
-def test_multihead_attn_no_bias() -> None:
-    mha = nn.MultiheadAttention(8, 4, bias=False)
-    assert mha.in_proj_bias is None
-    assert mha.out_proj.bias is None
-
-
 def _invalid_shape_cases(mha: Any) -> None:
     query, key, value = torch.randn(4, 4, 4), torch.randn(4, 4, 4), torch.randn(4, 4, 4)
     bool_1d = torch.tensor([False, False, True, True], dtype=torch.bool)
@@ -922,37 +903,6 @@ def test_multihead_attn_invalid_shape() -> None:
     _invalid_shape_cases(mha)
     with torch.no_grad():
         _invalid_shape_cases(mha.eval())
-
-
-def test_multihead_self_attn_two_masks() -> None:
-    """test_multihead_self_attn_two_masks_fast_path: the module's eval-mode result (no fast
-    path here) equals F.multi_head_attention_forward's over the rows not fully masked."""
-    with torch.no_grad():
-        embed_dim, num_heads, batch_size, src_len = 14, 7, 8, 5
-        query = value = key = torch.rand(batch_size, src_len, embed_dim)
-        attn_mask = torch.randint(0, 2, (src_len, src_len)).bool()
-        key_padding_mask = torch.randint(0, 2, (batch_size, src_len)).bool()
-        merged_mask = attn_mask.reshape(1, 1, src_len, src_len).expand(
-            batch_size, num_heads, src_len, src_len).logical_or(
-            key_padding_mask.reshape(batch_size, 1, 1, src_len).expand(
-                batch_size, num_heads, src_len, src_len))
-        mta_model = nn.MultiheadAttention(embed_dim, num_heads, batch_first=True)
-        mta_model.training = False
-        result, _ = mta_model(query, key, value, attn_mask=attn_mask,
-                              key_padding_mask=key_padding_mask)
-        result_ref, _ = F.multi_head_attention_forward(
-            query.transpose(0, 1), key.transpose(0, 1), value.transpose(0, 1), embed_dim,
-            num_heads, mta_model.in_proj_weight, mta_model.in_proj_bias, mta_model.bias_k,
-            mta_model.bias_v, mta_model.add_zero_attn, mta_model.dropout,
-            mta_model.out_proj.weight, mta_model.out_proj.bias, training=mta_model.training,
-            key_padding_mask=key_padding_mask, need_weights=False, attn_mask=attn_mask,
-            use_separate_proj_weight=False, q_proj_weight=mta_model.q_proj_weight,
-            k_proj_weight=mta_model.k_proj_weight, v_proj_weight=mta_model.v_proj_weight,
-            average_attn_weights=False)
-        mask_out = merged_mask[:, 0, :, :].all(-1, keepdim=True).expand(batch_size, src_len,
-                                                                        embed_dim)
-        _assert_equal(result.masked_fill(mask_out, 0),
-                      result_ref.transpose(0, 1).masked_fill(mask_out, 0))
 
 
 def test_multihead_attn_small_and_none_projections() -> None:
@@ -1142,34 +1092,6 @@ def test_register_and_remove_parametrization() -> None:
         _sgd_changes_both(model, sgd)
 
 
-def test_register_and_remove_nested_parametrization() -> None:
-    model = nn.Linear(8, 8)
-    parametrize.register_parametrization(model, "weight", _Skew())
-    assert hasattr(model, "parametrizations")
-    assert parametrize.is_parametrized(model, "weight")
-    assert not parametrize.is_parametrized(model, "bias")
-    assert "weight" not in model._parameters
-    A = model.weight
-    _assert_equal(A, -A.T)
-    param_mod = model.parametrizations.weight
-    assert not hasattr(param_mod, "parametrizations")
-    assert not parametrize.is_parametrized(param_mod)
-    assert not parametrize.is_parametrized(param_mod, "original")
-    parametrize.register_parametrization(param_mod, "original", _Skew())
-    assert hasattr(param_mod, "parametrizations")
-    assert parametrize.is_parametrized(param_mod)
-    assert parametrize.is_parametrized(param_mod, "original")
-    assert "original" not in param_mod._parameters
-    A = param_mod.original
-    _assert_equal(A, -A.T)
-    parametrize.remove_parametrizations(param_mod, "original", leave_parametrized=False)
-    assert not hasattr(param_mod, "parametrizations")
-    assert param_mod.__class__ == parametrize.ParametrizationList
-    parametrize.remove_parametrizations(model, "weight", leave_parametrized=False)
-    assert not hasattr(model, "parametrizations")
-    assert model.__class__ == nn.Linear
-
-
 def test_register_and_remove_buffer_parametrization() -> None:
     model = nn.Linear(8, 8)
     delattr(model, "bias")
@@ -1187,33 +1109,6 @@ def test_register_and_remove_buffer_parametrization() -> None:
             parametrize.remove_parametrizations(model, "bias", leave_parametrized=True)
 
 
-def test_serialization_parametrization(tmp_path: Any) -> None:
-    class Orthogonal(nn.Module):
-        def __init__(self, n: int) -> None:
-            super().__init__()
-            self.id = nn.Buffer(torch.eye(n))
-            self.B = nn.Buffer(torch.empty(n, n))
-            nn.init.orthogonal_(self.B)
-
-        def forward(self, X: torch.Tensor) -> torch.Tensor:
-            A = X.triu(1)
-            A = A - A.T
-            return self.B @ torch.linalg.solve(self.id + A, self.id - A)
-
-    def get_model() -> nn.Sequential:
-        model = nn.Sequential(nn.Linear(5, 5), nn.ReLU(), nn.Linear(5, 1))
-        parametrize.register_parametrization(model[0], "weight", Orthogonal(5))
-        return model
-
-    model = get_model()
-    prev_weight = model[0].weight
-    prev_B = model[0].parametrizations.weight[0].B
-    new_model = get_model()
-    torch.save(model.state_dict(), tmp_path / "sd.pt")
-    new_model.load_state_dict(torch.load(tmp_path / "sd.pt"))
-    assert parametrize.is_parametrized(new_model[0], "weight")
-    _assert_equal(prev_weight, new_model[0].weight)
-    _assert_equal(prev_B, new_model[0].parametrizations.weight[0].B)
     # (torch.save of the whole parametrized model raising "state_dict": pickling whole
     # modules is out of scope)
 
@@ -1543,17 +1438,6 @@ def test_caching_parametrization_with_transfer_parametrizations_and_params() -> 
         assert id(A) != id(X)
 
 
-def test_parametrization_same_training_mode() -> None:
-    module = nn.Linear(4, 4)
-    module.eval()
-    parametrize.register_parametrization(module, "weight", _NoResize())
-    assert not module.parametrizations.weight[0].training
-    module.train()
-    parametrize.register_parametrization(module, "weight", _NoResize().eval())
-    assert module.parametrizations.weight[0].training
-    assert module.parametrizations.weight[1].training
-
-
 def test_type_before_parametrizations() -> None:
     model = nn.Linear(5, 5)
     original_type = type(model)
@@ -1570,46 +1454,6 @@ class _AddOne(nn.Module):
 class _MinusOne(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return x - 1.0
-
-
-def test_deepcopy_after_parametrization() -> None:
-    class ModelWithoutDeepcopy(nn.Module):
-        def __init__(self) -> None:
-            super().__init__()
-            self.weight = nn.Parameter(torch.tensor([1.0, 1.0, 1.0, 1.0]), requires_grad=True)
-            self.bias = nn.Parameter(torch.tensor([0.0, 0.0, 0.0, 0.0]), requires_grad=True)
-            self.attr = [1.0, 2.0, 3.0, 4.0]
-
-    class ActualModel(ModelWithoutDeepcopy):
-        def __deepcopy__(self, memo: dict[int, Any]) -> Any:
-            result = self.__new__(self.__class__)
-            memo[id(self)] = result
-            result.__dict__ = copy.deepcopy(self.__dict__, memo)
-            return result
-
-    def check_deepcopy(m1: Any, m2: Any) -> None:
-        w1 = m1.parametrizations.weight.original
-        w2 = m2.parametrizations.weight.original
-        b1 = (m1.parametrizations.bias.original if parametrize.is_parametrized(m1, "bias")
-              else m1.bias)
-        b2 = (m2.parametrizations.bias.original if parametrize.is_parametrized(m2, "bias")
-              else m2.bias)
-        assert m1.__dict__.keys() == m2.__dict__.keys()
-        assert m1 is not m2
-        _assert_equal(w1, w2)
-        assert w1 is not w2
-        _assert_equal(b1, b2)
-        assert b1 is not b2
-        assert m1.attr == m2.attr
-        assert m1.attr is not m2.attr
-
-    for model in (ModelWithoutDeepcopy(), ActualModel()):
-        parametrize.register_parametrization(model, "weight", _AddOne())
-        check_deepcopy(model, copy.deepcopy(model))
-        parametrize.register_parametrization(model, "bias", _AddOne())
-        check_deepcopy(model, copy.deepcopy(model))
-        parametrize.register_parametrization(model, "weight", _AddOne())
-        check_deepcopy(model, copy.deepcopy(model))
 
 
 def test_transfer_parametrizations_and_params() -> None:
@@ -2303,14 +2147,6 @@ def test_packed_sequence_from_a_pair() -> None:
                                       sorted_indices=torch.tensor([1, 0]))
     assert packed.batch_sizes.tolist() == [2, 1]
     assert packed.unsorted_indices.tolist() == [1, 0]
-
-
-def test_RNN_nonlinearity() -> None:
-    assert nn.RNN(1, 10).nonlinearity == "tanh"
-    assert nn.RNN(1, 10, nonlinearity="relu").nonlinearity == "relu"
-    with pytest.raises(ValueError, match="Unknown nonlinearity"):
-        nn.RNN(1, 10, nonlinearity="garbage")
-    _raises_as_torch(lambda lib: lib.nn.RNN(1, 10, nonlinearity="garbage"))
 
 
 def test_RNN_nonlinearity_passed_as_arg() -> None:
