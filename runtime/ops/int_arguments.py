@@ -41,7 +41,12 @@ PARAMETERS: dict[str, tuple[str, ...]] = {
     "diag": ("diagonal",),
     "diff": ("n", "dim"),
     "rot90": ("k",),
+    # a reduction's ``bool keepdim`` ("!": a bool parameter; PyTorch's parser takes a bool
+    # only: ``sum(): argument 'keepdim' must be bool, not NoneType``)
+    **{n: ("keepdim!",) for n in "sum prod amax amin nansum".split()},
 }
+for _n in "argmax argmin median nanmedian mode kthvalue logsumexp".split():
+    PARAMETERS[_n] += ("keepdim!",)
 # functions only (PyTorch's Tensor has no such method)
 FUNCTION_PARAMETERS: dict[str, tuple[str, ...]] = {"cat": ("dim",), "stack": ("dim",)}
 # in-place methods: as their out-of-place op's
@@ -70,8 +75,9 @@ def _spec(fn: Callable[..., Any], params: tuple[str, ...]
              if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)][1:]
     out = []
     for param in params:
-        name, optional = param.rstrip("?*"), param.endswith("?")
-        kind = "tuple of ints" if param.endswith("*") else "int"
+        name, optional = param.rstrip("?*!"), param.endswith("?")
+        kind = "tuple of ints" if param.endswith("*") else "bool" if param.endswith("!") \
+            else "int"
         out.append((name, names.index(name) if name in names else None, optional, kind))
     return out
 
@@ -91,7 +97,11 @@ def _checked(fn: Callable[..., Any], name: str, params: tuple[str, ...], method:
                 value, where = kwargs[param], ""
             else:
                 continue
-            if not takes_int(value) and not (optional and value is None) and not (
+            if kind == "bool":
+                if type(value) is not bool:
+                    raise TypeError(f"{name}(): argument '{param}'{where} must be bool, not "
+                                    f"{type_name(value)}")
+            elif not takes_int(value) and not (optional and value is None) and not (
                     kind != "int" and isinstance(value, (tuple, list))):
                 raise TypeError(f"{name}(): argument '{param}'{where} must be {kind}, not "
                                 f"{type_name(value)}")
