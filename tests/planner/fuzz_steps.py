@@ -640,7 +640,7 @@ class Generator:
                         f"padding={self.choice([0, 1])}, stride={self.choice([1, 2])})",
                 lambda: f"F.avg_pool2d({a}.unsqueeze(0), 2, ceil_mode=True)",
                 lambda: f"{self.new_module(f'rt.nn.BatchNorm1d({cols})')}({a})"]
-            if cols % 2 == 0:
+            if cols % 2 == 0 and cols:  # (an embed_dim of 0 is PyTorch's ValueError)
                 opts += [lambda: f"{self.new_module(f'rt.nn.MultiheadAttention({cols}, 2)')}"
                                  f"({a}, {a}, {a}, need_weights=False)[0]"]
         if n == 3:
