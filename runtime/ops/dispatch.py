@@ -677,22 +677,12 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         t._creation = args[0]._creation  # a view of a multi-output (...) view is one too
     tracer.annotate(node, t)
     if view_of is not None and type(args[0]._data) is MetaArray and tracer.eager_view(out):
-        _mark_traced_view(t, args[0], prim, attrs)
+        # a view the step made of a value it made, where eager mode's is one (a reshape that
+        # copies there is none: the tracer's ``eager_view``), linked as eager mode's: an
+        # in-place write through either is seen by what autograd saved of the other, and its
+        # history is made again from its base's where the base was written since
+        _link_view(t, args[0], prim, attrs)
     return t
-
-
-def _mark_traced_view(t: Tensor, src: Tensor, prim: Primitive, attrs: dict[str, Any]) -> None:
-    """A view the step made of a value it made, where eager mode's is one (a reshape that
-    copies there is none: the tracer's ``eager_view``), as eager mode's (``_mark_view``): its base's
-    version counter, so that an in-place write through either is seen by what autograd
-    saved of the other (eager mode's error), and its view chain, so that its history is
-    made again from its base's where the base was written in place since (its gradient
-    then goes through the write, as eager mode's)."""
-    t._vc = src._vc
-    t._base = src if src._base is None else src._base
-    t._view_chain = src._view_chain + ((prim, attrs, src._data.shape, t._data.shape,
-                                        src.dtype),)
-    t._view_version = t._vc.v
 
 
 # the divisions Python raises ZeroDivisionError for
@@ -854,6 +844,13 @@ def _mark_view(t: Tensor, src: Tensor, prim: Primitive, attrs: dict[str, Any]) -
         base = owner  # (numpy's diagonal is a view of a view of the owner)
     if base is None or base is not owner:
         return
+    _link_view(t, src, prim, attrs)
+
+
+def _link_view(t: Tensor, src: Tensor, prim: Primitive, attrs: dict[str, Any]) -> None:
+    """``t``, made of ``src`` by the view op ``prim``, as autograd's view of ``src``'s base:
+    their version counter, its base and view chain (the history ``grad_fn`` makes again
+    after an in-place write to the base)."""
     t._vc = src._vc
     t._base = src if src._base is None else src._base
     step = (prim, attrs, src._data.shape, t._data.shape, src.dtype)
