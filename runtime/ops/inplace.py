@@ -134,16 +134,18 @@ def check_no_partial_overlap(out: Tensor, *inputs: Any) -> None:
     ranges that meet otherwise (a shifted slice, a transpose) are its error; tensors that are
     not dense and free of internal overlap it does not judge."""
     a = out._data
-    if not isinstance(a, np.ndarray) or not _dense(a):
+    if not isinstance(a, np.ndarray):
         return
     for t in inputs:
         b = t._data if isinstance(t, Tensor) else None
-        if t is out or not isinstance(b, np.ndarray) or not _dense(b):
+        # numpy's bounds test first (their memory ranges meet), in C: the usual call, two
+        # tensors apart, pays nothing more (copy_ took 48 us for 1000 floats, 10 without it)
+        if t is out or not isinstance(b, np.ndarray) or not np.may_share_memory(a, b) \
+                or not _dense(a) or not _dense(b):
             continue
         same = (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
                 and a.shape == b.shape and a.strides == b.strides and a.dtype == b.dtype)
-        if not same and _byte_range(a)[0] < _byte_range(b)[1] \
-                and _byte_range(b)[0] < _byte_range(a)[1]:
+        if not same:
             raise RuntimeError(ERR_INPUT_OVERLAP)
 
 
