@@ -599,9 +599,11 @@ _NOT_WRITABLE_WARNED = False
 def _warn_not_writable(a: np.ndarray) -> None:
     """PyTorch's warning, once a program (TORCH_WARN_ONCE), for an array it cannot write."""
     global _NOT_WRITABLE_WARNED
+    if a.flags.writeable:  # (the usual array: nothing to import or say)
+        return
     from .ops.settings import is_warn_always_enabled
 
-    if not a.flags.writeable and (not _NOT_WRITABLE_WARNED or is_warn_always_enabled()):
+    if not _NOT_WRITABLE_WARNED or is_warn_always_enabled():
         _NOT_WRITABLE_WARNED = True
         warnings.warn("The given NumPy array is not writable, and PyTorch does not support "
                       "non-writable tensors. This means writing to this tensor will result in "

@@ -152,6 +152,9 @@ def mark_not_resizable(arr: np.ndarray) -> None:
 
     root = _root_array(arr)
     key = id(root)
+    ref = _NOT_RESIZABLE.get(key)
+    if ref is not None and ref() is root:  # marked already (a batch converted each step)
+        return
     _NOT_RESIZABLE[key] = weakref.ref(root, lambda _: _NOT_RESIZABLE.pop(key, None))
 
 
