@@ -52,7 +52,14 @@ import numpy as np
 from llvmlite import ir
 
 from codegen import ir as kir
-from codegen.llvm_math import BOUNDED_VARIANTS, EXACT_VARIANTS, FAST_SIN_COS_LIMIT, PAIRED
+from codegen.llvm_math import (
+    BOUNDED_VARIANTS,
+    EXACT_VARIANTS,
+    FAST_SIN_COS_LIMIT,
+    PAIRED,
+    UNIT_SIN_COS_LIMIT,
+    UNIT_VARIANTS,
+)
 from codegen.lower import RANGED_DTYPES, SCRATCH_BYTES, LoopNest, lower
 
 I1 = ir.IntType(1)
@@ -620,6 +627,8 @@ class KernelEmitter:
                 return self.pairs[key][place]
         if ranged and self.exact:
             op = EXACT_VARIANTS[op]
+        elif self.bounds[expr.x] <= UNIT_SIN_COS_LIMIT and UNIT_VARIANTS.get(op) in self.math:
+            op = UNIT_VARIANTS[op]
         elif bounded and BOUNDED_VARIANTS.get(op) in self.math:
             op = BOUNDED_VARIANTS[op]
         value = self.math[op](b, x, expr.dtype)

@@ -19,7 +19,8 @@ its single rounding.
 Accuracy (max error against numpy one precision higher, tests/codegen/test_llvm_math.py, same
 for both dtypes): sqrt 0.5 ulp; exp, log <= 1 ulp; erf <= 1 ulp (float32: 1.15, measured on
 every seventh float32 below 4.5); tanh <= 1.5 ulp; sin, cos <= 1.6 ulp (float32's fast ones
-1.67, on every 13th float32 below 2**20); sigmoid <= 2.1 ulp.
+1.67, on every 13th float32 below 2**20; the unit ones, for |x| <= 1, 0.89 and 1.07);
+sigmoid <= 2.1 ulp.
 
 sin/cos reduce by pi/2 with a three-part Cody-Waite constant (tested band by band, 1e6 samples
 per band): float32 within 1.7 ulp for |x| < 2**20 (FAST_SIN_COS_LIMIT), float64 within 1.5 ulp
@@ -32,7 +33,9 @@ fast ones and, if any argument passed FAST_SIN_COS_LIMIT (a float64 one compared
 runs again with the exact ones (codegen/llvm.py): a float64 sin of 1e30 was meaningless.
 sin/cos of +-inf and nan are nan. ``sincos`` (and ``sincos_exact``) return both from one reduction, the same bits as
 sin and cos each: a kernel with sin(x) and cos(x) calls it once (the chain workload's kernel:
-105 -> 77 us a call, benchmarks/chain_kernel.py).
+105 -> 77 us a call, benchmarks/chain_kernel.py). An argument a kernel bounds by 1 (a tanh's
+output) takes float32's unit variants: a polynomial each, no reduction, 11 vector operations
+for both against 35 (the chain kernel: 68.2 -> 63.2 us, best of 1000 calls).
 """
 
 from __future__ import annotations
@@ -81,6 +84,11 @@ EXACT_VARIANTS = {"sin": "sin_exact", "cos": "cos_exact",  # float32: our exact 
 # the fast ones without their out-of-range clamp, for an argument whose magnitude is known to be
 # at most FAST_SIN_COS_LIMIT (a kernel's sin of a tanh, codegen/llvm_emit.py): the same bits
 BOUNDED_VARIANTS = {"sin": "sin_bounded", "cos": "cos_bounded", "sincos": "sincos_bounded"}
+# |x| at most which the unit variants hold: for float32 one polynomial each on [-1, 1] with no
+# reduction (11 vector operations for both, the reduced ones 35: the chain workload's sins of
+# tanh outputs); float64's are the bounded ones
+UNIT_SIN_COS_LIMIT = 1.0
+UNIT_VARIANTS = {"sin": "sin_unit", "cos": "cos_unit", "sincos": "sincos_unit"}
 
 
 @dataclass(frozen=True)
@@ -168,6 +176,13 @@ _COS_P = {
                 2.48015872894767294178e-05, -2.75573143513906633035e-07,
                 2.08757232129817482790e-09, -1.13596475577881948265e-11],
 }
+# sin(x) = x + x^3 * S(x^2), cos(x) = 1 + x^2 * C(x^2) on |x| <= UNIT_SIN_COS_LIMIT, float32:
+# least squares in relative error, reweighted toward minimax (Lawson), coefficients rounded to
+# float32; within 0.89 and 1.07 ulp on every third float32 of [0, 1]
+_SIN_UNIT_P = [-0.1666666716337204, 0.008333316072821617, -0.00019836115825455636,
+               2.694810063985642e-06]
+_COS_UNIT_P = [-0.4999999701976776, 0.041666459292173386, -0.0013882959028705955,
+               2.4118644432746805e-05]
 # exp(r) = 1 + r + r^2 * P(r) for tanh's large branch, 1 - 2/(exp(2|x|) + 1) with |x| >= 0.625:
 # an error e of exp moves the result by at most 0.35e (2e/(exp + 1)**2 * exp), so float32 takes
 # one coefficient fewer than exp itself, fitted for exp's relative error on |r| <= 0.3466
@@ -480,6 +495,17 @@ def _sin_or_cos(e: _Emitter, x: V, quadrant_offset: int, exact: bool = False,
     return _sin_cos(e, x, exact, bounded)[quadrant_offset]
 
 
+def _sin_cos_unit(e: _Emitter, x: V) -> tuple[V, V]:
+    """(sin(x), cos(x)) for |x| <= UNIT_SIN_COS_LIMIT or nan: float32's from a polynomial each,
+    with no reduction (a zero keeps its sign in sin, as in ``_sin_cos``); float64's are
+    ``_sin_cos``'s bounded ones."""
+    if e.fmt.dtype != "float32":
+        return _sin_cos(e, x, bounded=True)
+    z = e.b.fmul(x, x)
+    sin = e.fma(x, _times_plus_zero(e, z, e.poly(z, _SIN_UNIT_P)), x)
+    return sin, e.fma(z, e.poly(z, _COS_UNIT_P), e.c(1.0))
+
+
 def _tanh(e: _Emitter, x: V) -> V:
     b, fmt = e.b, e.fmt
     z = b.fmul(x, x)
@@ -560,6 +586,8 @@ _BODIES: dict[str, Callable[[_Emitter, V], V]] = {
     "cos_exact": partial(_sin_or_cos, quadrant_offset=1, exact=True),
     "sin_bounded": partial(_sin_or_cos, quadrant_offset=0, bounded=True),
     "cos_bounded": partial(_sin_or_cos, quadrant_offset=1, bounded=True),
+    "sin_unit": lambda e, x: _sin_cos_unit(e, x)[0],
+    "cos_unit": lambda e, x: _sin_cos_unit(e, x)[1],
     "tanh": _tanh,
     "sigmoid": _sigmoid,
     "sqrt": _sqrt,
@@ -576,6 +604,7 @@ _PAIR_BODIES: dict[str, Callable[[_Emitter, V], tuple[V, V]]] = {
     "sincos": _sin_cos,
     "sincos_exact": partial(_sin_cos, exact=True),
     "sincos_bounded": partial(_sin_cos, bounded=True),
+    "sincos_unit": _sin_cos_unit,
 }
 # each op of a pair: the pair's op and the op's place in its struct
 PAIRED = {"sin": ("sincos", 0), "cos": ("sincos", 1)}

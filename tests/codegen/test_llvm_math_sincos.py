@@ -22,7 +22,12 @@ from codegen import jit
 from codegen.jit import optimize
 from codegen.llvm import render
 from codegen.llvm_emit import for_range
-from codegen.llvm_math import FAST_SIN_COS_LIMIT, declare_math, vector_widths
+from codegen.llvm_math import (
+    FAST_SIN_COS_LIMIT,
+    UNIT_SIN_COS_LIMIT,
+    declare_math,
+    vector_widths,
+)
 
 I64 = ir.IntType(64)
 
@@ -179,8 +184,8 @@ def test_kernel_with_sin_and_cos_of_one_value_calls_sincos_once(dtype: str, link
     body = text[text.index(f'define internal i1 @"{k.name}.body"'):]
     body = body[: body.index("\n}\n")]
     calls = re.findall(r"call [^@]*@\"backplan\.math\.(\w+)\.", body)
-    # the first sin's argument is x; the others', tanh's outputs, are bounded
-    assert calls == ["sincos", "tanh"] + ["sincos_bounded", "tanh"] * (links - 1), calls
+    # the first sin's argument is x; the others', tanh's outputs, are within [-1, 1]
+    assert calls == ["sincos", "tanh"] + ["sincos_unit", "tanh"] * (links - 1), calls
     x = np.random.default_rng(5).uniform(-3, 3, (4, 256)).astype(dtype)
     if dtype == "float32":  # a row past FAST_SIN_COS_LIMIT: the exact body reruns the call
         x[3, 7] = 3e7
@@ -274,3 +279,65 @@ def test_odd_functions_keep_the_sign_of_zero(dtype: type) -> None:
         s, c, _ = run_pair(x, exact=False, outlined=True, op=pair)
         np.testing.assert_array_equal(np.signbit(s), np.signbit(x), err_msg=pair)
         assert np.all(c == 1)
+
+
+def unit_interval(step: int) -> np.ndarray:
+    """Every ``step``-th float32 from 0 to UNIT_SIN_COS_LIMIT, with the limit itself."""
+    top = int(np.float32(UNIT_SIN_COS_LIMIT).view(np.uint32))
+    return np.append(np.arange(0, top, step, dtype=np.uint32), np.uint32(top)).view(np.float32)
+
+
+@pytest.mark.parametrize("op", ["sin", "cos"])
+def test_unit_float32_sin_cos_on_a_dense_sweep_within_the_documented_bound(op: str) -> None:
+    """The unit variants (one polynomial, no reduction) on every 97th float32 of [-1, 1]:
+    within 1.1 ulp (0.89 and 1.07 measured on every third), tighter than the reduced ones."""
+    x = unit_interval(97)
+    for xs in (x, -x):
+        err = ulp_error(run(f"{op}_unit", xs), xs, op)
+        worst = int(np.argmax(err))
+        assert err[worst] <= 1.1, f"{op}_unit: {err[worst]:.3f} ulp at x={xs[worst]!r}"
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_unit_pair_gives_the_unit_bits_in_every_variant(dtype: type) -> None:
+    """sincos_unit gives sin_unit's and cos_unit's bits, inlined, out of line and in each
+    vector variant; sin keeps a zero's sign and a nan stays nan. float64's unit variants are
+    the bounded ones (the same bits as sin and cos)."""
+    name = np.dtype(dtype).name
+    x = np.concatenate([unit_interval(20011).astype(dtype), [-0.0, 0.0, np.nan]])
+    x = np.ascontiguousarray(np.concatenate([x, -x[:-3]]).astype(dtype))
+    want_s, want_c = run("sin_unit", x), run("cos_unit", x)
+    if name == "float64":
+        same_bits(want_s, run("sin", x), "float64 sin_unit")
+        same_bits(want_c, run("cos", x), "float64 cos_unit")
+    for outlined in (False, True):
+        s, c, _ = run_pair(x, exact=False, outlined=outlined, op="sincos_unit")
+        same_bits(s, want_s, f"sincos_unit's sin, outlined={outlined}")
+        same_bits(c, want_c, f"sincos_unit's cos, outlined={outlined}")
+    for lanes in vector_widths(name):
+        s, c = run_variant_pair(x, lanes, exact=False, op="sincos_unit")
+        same_bits(s, want_s[:s.size], f"sincos_unit v{lanes}")
+        same_bits(c, want_c[:c.size], f"sincos_unit v{lanes}")
+    zeros = np.array([-0.0, 0.0], dtype)
+    np.testing.assert_array_equal(np.signbit(run("sin_unit", zeros)), [True, False])
+    assert np.all(run("cos_unit", zeros) == 1)
+    assert np.isnan(run("sin_unit", x[-1:] * np.nan)).all()
+
+
+@pytest.mark.parametrize(("scale", "calls"), [(0.9, "sincos_unit"), (1.01, "sincos_bounded")])
+def test_sin_of_a_value_within_one_takes_the_unit_variant(scale: float, calls: str) -> None:
+    """sin(tanh(x) * scale) and its cos: within [-1, 1] for scale 0.9 (the unit variant), not
+    for 1.01 (the bounded one); both within an ulp or two of numpy's."""
+    f = "float32"
+    exprs = (K.Load(0), K.Unary("tanh", 0, f), K.Const(scale, f), K.Binary("mul", 1, 2, f),
+             K.Unary("sin", 3, f), K.Unary("cos", 3, f), K.Binary("add", 4, 5, f))
+    k = K.Kernel(f"unit_{calls}", (4, 256), 1, (K.Input("x", f, (256, 1)),), exprs,
+                 (K.Output("y", 6, f),))
+    text = str(render([k]))
+    body = text[text.index(f'define internal i1 @"{k.name}.body"'):]
+    body = body[: body.index("\n}\n")]
+    assert re.findall(r"call [^@]*@\"backplan\.math\.(\w+)\.", body) == ["tanh", calls]
+    x = np.random.default_rng(7).uniform(-4, 4, (4, 256)).astype(f)
+    (y,) = run_kernel(build_kernels([k]), k, [x])
+    arg = (run("tanh", x) * np.float32(scale)).astype(np.float64)
+    np.testing.assert_allclose(y, np.sin(arg) + np.cos(arg), rtol=0, atol=3e-7)
