@@ -127,3 +127,37 @@ def test_a_list_the_step_iterates_passes_its_generated_guards() -> None:
     ops.pop()
     ops[2] = rt.exp
     assert binding.quick((x,)) is False and binding.failed_guard((x,)) is not None
+
+
+
+@pytest.mark.parametrize("kind", ["functions", "tensors"])
+def test_a_guarded_list_fails_on_an_item_replaced(kind: str) -> None:
+    """The items of a guarded list are compared by identity: a list of functions (whose class
+    keeps object's __eq__) as one list comparison, tensors (whose __eq__ compares values) by
+    their ids, so that a tensor replaced by an equal one fails as well."""
+    items: list[Any] = ([rt.sin, rt.tanh, rt.cos] if kind == "functions"
+                        else [rt.full((8,), v) for v in (2.0, 3.0, 0.5)])
+
+    def step(x: Any) -> Any:
+        x.grad = None
+        h = x
+        for item in items:
+            h = item(h) if kind == "functions" else h * item
+        h.sum().backward()
+        return x.grad
+
+    compiled = planner.compile(step, backend="llvm")
+    x = rt.randn(8, requires_grad=True)
+    for _ in range(2):
+        compiled(x)
+    (entry,) = compiled._cache.values()
+    (binding,) = entry.bindings
+    assert binding.quick((x,)) is True
+    assert ("_map(_id" in binding.quick.source) is (kind == "tensors")
+    first = items[1]
+    items[1] = first.clone() if kind == "tensors" else rt.exp
+    assert binding.quick((x,)) is False and binding.failed_guard((x,)) is not None
+    items[1] = first
+    assert binding.quick((x,)) is True
+    items[1] = [first]  # an item of another type, whose __eq__ the comparison may call
+    assert binding.quick((x,)) is False
