@@ -1526,9 +1526,11 @@ class _Replayer:
         straight = set()
         for slot_index in self.plan.fresh_writes():
             slot = binding.slots[slot_index]
-            if slot.kind == "grad" and slot.mode == "assign" and slot.owner_input is None:
-                self.writers[slot_index] = (functools.partial(
-                    _stage_fresh_grad, slot.ref, slot.dtype, slot.device), None, None)
+            if slot.kind == "grad" and slot.mode == "assign":
+                stage = functools.partial(_stage_fresh_grad, slot.ref, slot.dtype, slot.device) \
+                    if slot.owner_input is None else functools.partial(
+                        _stage_fresh_input_grad, slot.owner_input, slot.dtype, slot.device)
+                self.writers[slot_index] = (stage, None, None)
                 straight.add(slot_index)
         self.no_sources = all(self.writers[slot][0] is None or slot in straight
                               for slot, _ in self.plan.writes)
@@ -1583,15 +1585,23 @@ class _Replayer:
             stage, store, target = self.writers[slot]
             if stage is None:
                 stores.append(f"{name('store', store)}({name('target', target)}, {v})")
-            elif getattr(stage, "func", None) is _stage_fresh_grad:  # the new .grad, inline
+            elif getattr(stage, "func", None) in (_stage_fresh_grad, _stage_fresh_input_grad):
+                # the new .grad, inline: of a tensor known now, or of an argument
                 owner, dtype, device = stage.args  # type: ignore[attr-defined]
                 work.append(f"g{v} = None if {v} is None else _make({v}, "
                             f"{name('dtype', dtype)}, {name('device', device)})")
-                stores.append(f"_set_grad({name('owner', owner)}, g{v})")
+                target = name("owner", owner) if stage.func is _stage_fresh_grad \
+                    else f"args[{int(owner)}]"  # type: ignore[attr-defined]
+                stores.append(f"_set_grad({target}, g{v})")
             else:  # staged straight (no sources to check against)
                 work.append(f"s{v} = {name('stage', stage)}({v}, args, None)")
                 stores.append(f"s{v}[0](s{v}[1], s{v}[2])")
         held = [*stores] if not self.hold_run else [*work, *stores]
+        if len(held) == 1 and held[0].startswith("_set_grad("):
+            # one .grad assigned: a single C call (the slot's setter), which a signal lands
+            # before or after, so nothing to hold (the chain workload's x.grad: the handler's
+            # swap and back took 5,200 instructions and two system calls a call)
+            work.append(held.pop())
         scalars = [f"    arrays[{int(i)}] = _number(args[{int(i)}])"
                    for i in sorted(self.binding.scalar_inputs)]
         names["_number"] = _number_input
@@ -1805,6 +1815,13 @@ def _stage_fresh_grad(owner: Tensor, dtype: D.DType, device: str, value: Any,
     """_stage_new_grad of a buffer the plan made new in this call and writes nowhere else
     (``Plan.fresh_writes``): the array itself becomes the .grad."""
     return _set_grad, owner, (None if value is None else Tensor._make(value, dtype, device))
+
+
+def _stage_fresh_input_grad(index: int, dtype: D.DType, device: str, value: Any,
+                            args: tuple[Any, ...], sources: set[int] | None) -> _Staged:
+    """_stage_fresh_grad of the .grad of the argument at ``index`` (the chain workload's x)."""
+    return _set_grad, args[index], (None if value is None else
+                                    Tensor._make(value, dtype, device))
 
 
 def _stage_opt_state(slot: Slot, value: Any, args: tuple[Any, ...], sources: set[int]

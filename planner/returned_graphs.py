@@ -62,7 +62,8 @@ def _node(graph: ReturnedGraph) -> ReturnedNode:
     cls = _NODE_CLASSES.get(graph.name)
     if cls is None:
         cls = _NODE_CLASSES[graph.name] = type(graph.name, (ReturnedNode,), {})
-    node = cls([], [Meta(graph.shape, graph.dtype, graph.device)])
+    # Meta's fields as a tuple (its NamedTuple __new__ is a Python call: 3,000 instructions)
+    node = cls([], [tuple.__new__(Meta, (graph.shape, graph.dtype, graph.device))])
     node.graph = graph
     return node
 
