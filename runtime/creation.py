@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import itertools
 import math
 import operator
 import threading
@@ -337,18 +338,66 @@ def _int_dtype(data: Any) -> D.DType:
 _LIST_OF_NDARRAYS_WARNED = False
 
 
-def _holds_ndarray(seq: list[Any] | tuple[Any, ...]) -> bool:
-    return any(isinstance(v, np.ndarray) or isinstance(v, (list, tuple)) and _holds_ndarray(v)
-               for v in seq)
+def _nested_types(seq: list[Any] | tuple[Any, ...]) -> set[type]:
+    """The types of ``seq``'s items at every depth of lists and tuples, read a level at a time
+    in C (``map(type, ...)``, each level's sequences joined by ``chain``): item by item in
+    Python, a list of 1000 floats cost 240 us."""
+    found: set[type] = set()
+    level: Any = seq
+    while level:
+        kinds = set(map(type, level))
+        found |= kinds
+        nested = [k for k in kinds if issubclass(k, (list, tuple))]
+        if not nested:
+            break
+        inner = level if len(nested) == len(kinds) else [
+            v for v in level if isinstance(v, (list, tuple))]
+        level = list(itertools.chain.from_iterable(inner))
+    return found
+
+
+def _first_sizes(seq: list[Any] | tuple[Any, ...]) -> list[int]:
+    """The sizes PyTorch reads along the first items of nested sequences and arrays; its error
+    where that meets a 0-d array (as a sequence, it has no length; one elsewhere is read as a
+    number)."""
+    sizes = []
+    first: Any = seq
+    while isinstance(first, (list, tuple)) and first:
+        sizes.append(len(first))
+        first = first[0]
+    if isinstance(first, (list, tuple)):
+        sizes.append(0)
+    elif isinstance(first, np.ndarray):
+        if first.ndim == 0:
+            raise TypeError("len() of unsized object")
+        sizes.extend(first.shape)
+    return sizes
+
+
+def _arrays_met(seq: list[Any] | tuple[Any, ...]) -> int:
+    """How many arrays PyTorch's copy of ``seq``'s items meets: each array item, and within
+    it each sub-array it reads as a sequence (an array of shape (2, 3): itself and its 2
+    rows)."""
+    total = 0
+    for v in seq:
+        if isinstance(v, np.ndarray):
+            total += 1 + sum(math.prod(v.shape[:j]) for j in range(1, v.ndim))
+        elif isinstance(v, (list, tuple)):
+            total += _arrays_met(v)
+    return total
 
 
 def _warn_list_of_ndarrays(seq: list[Any] | tuple[Any, ...]) -> None:
-    """PyTorch's warning, once a program (TORCH_WARN_ONCE), for a sequence holding arrays."""
+    """PyTorch's warning for a sequence holding arrays: once a program (TORCH_WARN_ONCE), or
+    with warn_always once for each array its copy of the items meets (``_arrays_met``)."""
     global _LIST_OF_NDARRAYS_WARNED
     from .ops.settings import is_warn_always_enabled
 
-    if (not _LIST_OF_NDARRAYS_WARNED or is_warn_always_enabled()) and _holds_ndarray(seq):
-        _LIST_OF_NDARRAYS_WARNED = True
+    always = is_warn_always_enabled()
+    if _LIST_OF_NDARRAYS_WARNED and not always:
+        return
+    _LIST_OF_NDARRAYS_WARNED = True
+    for _ in range(_arrays_met(seq) if always else 1):
         warnings.warn("Creating a tensor from a list of numpy.ndarrays is extremely slow. "
                       "Please consider converting the list to a single numpy.ndarray with "
                       "numpy.array() before converting to a tensor.", UserWarning, stacklevel=5)
@@ -447,9 +496,15 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
         src_dev = "cpu"
         if _is_other_sequence(arr):
             data = arr = _sequence_items(arr)
+        sizes = None  # along the first items, where arrays are among the items
         if isinstance(arr, (list, tuple)):
-            data = arr = _tensor_scalars(arr)
-            _warn_list_of_ndarrays(arr)
+            kinds = _nested_types(arr)
+            if any(issubclass(k, Tensor) for k in kinds):
+                data = arr = _tensor_scalars(arr)
+            if any(issubclass(k, np.ndarray) for k in kinds):
+                sizes = _first_sizes(arr)
+                if all(sizes):  # PyTorch's, as it copies a nonempty tensor's items
+                    _warn_list_of_ndarrays(arr)
         try:
             arr = _uint64_array(arr) if dtype is not None and D.as_dtype(dtype) is D.uint64 \
                 else np.array(arr)
@@ -458,6 +513,9 @@ def _as_array(data: Any, dtype: Any, device: Any) -> tuple[Any, D.DType, str]:
             if err is None:
                 raise
             raise err from None
+        if sizes is not None and 0 in sizes and arr.ndim > sizes.index(0) + 1:
+            # PyTorch's sizes end at the first empty one: [ones((0, 3))] * 2 is of (2, 0)
+            arr = arr.reshape(sizes[:sizes.index(0) + 1])
     if isinstance(data, np.ndarray) and data.dtype not in D._BY_NP and data.dtype.kind != "c":
         raise _unsupported_numpy(data)  # before any dtype= conversion, as PyTorch's
     if isinstance(data, np.ndarray):
@@ -513,16 +571,21 @@ def _check_fits(arr: np.ndarray, dt: D.DType) -> None:
 
 def tensor(data: Any, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
-    from .ops.memory_names import UntypedStorage
+    if not isinstance(data, _NOT_STORAGE):  # (an import in every call cost 1 us)
+        from .ops.memory_names import UntypedStorage
 
-    if isinstance(data, UntypedStorage):
-        return _tensor_of_storage(data, dtype, device, requires_grad)
+        if isinstance(data, UntypedStorage):
+            return _tensor_of_storage(data, dtype, device, requires_grad)
     if type(data) is np.ndarray and not requires_grad and data.dtype in D._BY_NP \
             and active_tracer() is not None:
         # capturing: a copy, made at each replay, of the array as it is then (a buffer the
         # caller refills in place between calls), not of the array as the capture met it
         return _read_array(data, dtype, device, copy=True)
     return Tensor._of(data, dtype=dtype, device=device, requires_grad=requires_grad)
+
+
+# what rt.tensor is given most often, none of them a storage
+_NOT_STORAGE = (list, tuple, np.ndarray, np.generic, float, int, bool, Tensor)
 
 
 def _tensor_of_storage(storage: Any, dtype: Any, device: Any, requires_grad: bool) -> Tensor:

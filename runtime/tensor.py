@@ -56,6 +56,8 @@ class _FuncLevels(threading.local):
 
 
 func_levels = _FuncLevels()
+# runtime.creation._as_array, imported on first use (an import in the call cost 1 us a tensor)
+_as_array: Callable[..., tuple[Any, D.DType, str]] | None = None
 _PLAIN_VERSION_COUNTER = _VersionCounter
 _levels_lock = threading.Lock()
 _levels_running = 0
@@ -164,8 +166,9 @@ class Tensor:
     def _of(cls, data: Any, dtype: Any = None, device: Any = None,
             requires_grad: bool = False) -> Tensor:
         """A tensor of ``data`` as ``rt.tensor`` makes it (its dtype inferred or given)."""
-        from .creation import _as_array
-
+        global _as_array
+        if _as_array is None:  # runtime.creation's, which imports this module: once
+            from .creation import _as_array
         arr, dt, dev = _as_array(data, dtype, device)
         t = cls._make(arr, dt, dev, None, 0, _InferenceVersionCounter()
                       if _inference_state.enabled else _VersionCounter())
