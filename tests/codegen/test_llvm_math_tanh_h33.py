@@ -1,6 +1,6 @@
 """tanh (codegen/llvm_math.py ``_tanh``): its operation count, its accuracy where its two
-branches meet (the polynomial below 0.625, 1 - 2/(exp(2|x|) + 1) above), and its special values
-from the scalar function and every vector variant."""
+branches meet (a polynomial below 0.65 in float32, 0.625 in float64, 1 - 2/(exp(2|x|) + 1)
+above), and its special values from the scalar function and every vector variant."""
 
 from __future__ import annotations
 
@@ -56,18 +56,18 @@ def sweep(lo: float, hi: float, step: int) -> np.ndarray:
 
 def test_float32_tanh_where_the_branches_meet_within_the_documented_bound() -> None:
     """Every third float32 of [0.5, 1] (both signs), where the polynomial's range ends and the
-    cancellation in 1 - 2/(exp(2|x|) + 1) is largest: within 1.4 ulp (1.362 measured on every
-    float32 there, the module docstring's figure)."""
+    cancellation in 1 - 2/(exp(2|x|) + 1) is largest: within 1.35 ulp (1.32 measured on every
+    float32 there, the module docstring's figure; 1.36 with the switch at 0.625)."""
     x = sweep(0.5, 1.0, 3)
     for xs in (x, -x):
         err = ulp_error(run("tanh", xs), xs, "tanh")
         worst = int(np.argmax(err))
-        assert err[worst] <= 1.4, f"tanh: {err[worst]:.3f} ulp at x={xs[worst]!r}"
+        assert err[worst] <= 1.35, f"tanh: {err[worst]:.3f} ulp at x={xs[worst]!r}"
 
 
 def test_float64_tanh_where_the_branches_meet_within_the_documented_bound() -> None:
-    """float64 takes the same algorithm (two-part ln2, Taylor exp): within 1.5 ulp on random
-    points around the switch at 0.625 and past it, against long double."""
+    """float64 takes the same algorithm (two-part ln2, Taylor exp, the switch at 0.625):
+    within 1.5 ulp on random points around the switch and past it, against long double."""
     rng = np.random.default_rng(33)
     x = np.concatenate([rng.uniform(0.55, 0.75, 300_000), rng.uniform(0.75, 20.0, 100_000)])
     for xs in (x, -x):
