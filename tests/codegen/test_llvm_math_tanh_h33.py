@@ -1,6 +1,6 @@
 """tanh (codegen/llvm_math.py ``_tanh``): its operation count, its accuracy where its two
-branches meet (a polynomial below 0.65 in float32, 0.625 in float64, 1 - 2/(exp(2|x|) + 1)
-above), and its special values from the scalar function and every vector variant."""
+branches meet (a polynomial below 0.65, 1 - 2/(exp(2|x|) + 1) above), and its special values
+from the scalar function and every vector variant."""
 
 from __future__ import annotations
 
@@ -66,14 +66,15 @@ def test_float32_tanh_where_the_branches_meet_within_the_documented_bound() -> N
 
 
 def test_float64_tanh_where_the_branches_meet_within_the_documented_bound() -> None:
-    """float64 takes the same algorithm (two-part ln2, Taylor exp, the switch at 0.625):
-    within 1.5 ulp on random points around the switch and past it, against long double."""
+    """float64 takes the same algorithm (a two-part ln2, a Taylor exp): within 1.4 ulp on
+    random points around the switch and past it, against long double (1.31 measured on 3e6 of
+    [0.55, 0.8]; 1.37 with the switch at 0.625)."""
     rng = np.random.default_rng(33)
-    x = np.concatenate([rng.uniform(0.55, 0.75, 300_000), rng.uniform(0.75, 20.0, 100_000)])
+    x = np.concatenate([rng.uniform(0.55, 0.8, 300_000), rng.uniform(0.8, 20.0, 100_000)])
     for xs in (x, -x):
         err = ulp_error(run("tanh", xs), xs, "tanh")
         worst = int(np.argmax(err))
-        assert err[worst] <= 1.5, f"tanh: {err[worst]:.3f} ulp at x={xs[worst]!r}"
+        assert err[worst] <= 1.4, f"tanh: {err[worst]:.3f} ulp at x={xs[worst]!r}"
 
 
 def tiny_limit(dtype: type) -> float:
