@@ -492,21 +492,22 @@ def split_with_sizes(x: Tensor, split_sizes: Sequence[int], dim: int = 0) -> tup
 
 def scatter_(x: Tensor, dim: int, index: Tensor, src: Any = None, *, value: Any = None,
              reduce: str | None = None) -> Tensor:
-    return F.copy_(x, scatter(x, dim, index, src, value=value, reduce=reduce))
+    return F.written_apart(x, scatter(x, dim, index, src, value=value, reduce=reduce), index, src)
 
 
 def scatter_reduce_(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, *,
                     include_self: bool = True) -> Tensor:
-    return F.copy_(x, scatter_reduce(x, dim, index, src, reduce, include_self=include_self))
+    return F.written_apart(x, scatter_reduce(x, dim, index, src, reduce,
+                                             include_self=include_self), index, src)
 
 
 def scatter_add_(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
-    return F.copy_(x, scatter_add(x, dim, index, src))
+    return F.written_apart(x, scatter_add(x, dim, index, src), index, src)
 
 
 def index_add_(x: Tensor, dim: int, index: Tensor, source: Tensor, *, alpha: Any = 1
                ) -> Tensor:
-    return F.copy_(x, index_add(x, dim, index, source, alpha=alpha))
+    return F.written_apart(x, index_add(x, dim, index, source, alpha=alpha), index, source)
 
 
 def nan_to_num_(x: Tensor, nan: float | None = None, posinf: float | None = None,

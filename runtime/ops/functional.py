@@ -1907,6 +1907,16 @@ def zero_(t: Tensor) -> Tensor:
     return named(fill_(t, 0), "ZeroBackward0")
 
 
+def written_apart(x: Tensor, result: Tensor, *inputs: Any) -> Tensor:
+    """``result`` (an in-place op's, computed out of place) copied into x, after PyTorch's
+    error where x shares memory with an input tensor (assert_no_overlap: the op would read
+    what it had already written; the copy made that silently a read of the old values)."""
+    for t in inputs:
+        if isinstance(t, Tensor):
+            check_no_overlap(x, t)
+    return copy_(x, result)
+
+
 def copy_(t: Tensor, src: Tensor, non_blocking: bool = False) -> Tensor:
     """src's values written into t (broadcast, cast); the copy is always synchronous, which
     ``non_blocking`` (a permission to return early) allows."""

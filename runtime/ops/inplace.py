@@ -242,6 +242,8 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
             raise RuntimeError(ERR_VIEW_OF_LEAF_INPLACE)
     if t._vc.inference and not is_inference_mode_enabled():
         raise RuntimeError(ERR_INFERENCE_INPLACE)
+    if prim.elementwise:  # TensorIterator's assert_no_partial_overlap of t with each input
+        check_no_partial_overlap(t, *args)
     region = _overlap_region(prim, t, args, attrs) if overlaps_internally(t._data) else None
     needs_graph = grad_on and prim.differentiable and (
         t._rg or any(isinstance(a, Tensor) and a._rg for a in args))

@@ -25,7 +25,7 @@ from . import prims as P
 from . import tensor_ops as T
 from .composite import _inplace, relu, sigmoid
 from .dispatch import named, named_backward
-from .inplace import ERR_LEAF_INPLACE, apply_inplace
+from .inplace import ERR_LEAF_INPLACE, apply_inplace, check_no_overlap
 from .naming import renamed
 from .shapes import ShapeError, broadcast_shapes, wrap_dim
 
@@ -245,7 +245,10 @@ def _check_index_copy(x: Tensor, d: int, index: Tensor, source: Tensor) -> None:
 
 
 def index_copy_(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
-    return F.overwrite(x, index_copy(x, dim, index, source))
+    result = index_copy(x, dim, index, source)
+    for t in (index, source):  # PyTorch's assert_no_overlap, after its other checks
+        check_no_overlap(x, t)
+    return F.overwrite(x, result)
 
 
 
@@ -292,6 +295,9 @@ def index_put_(x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool 
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{D.scalar_type_name(x.dtype)} for the destination and "
                            f"{D.scalar_type_name(values.dtype)} for the source.")
+    for t in (values, *key):  # PyTorch's assert_no_overlap of x with the values and indices
+        if isinstance(t, Tensor):
+            check_no_overlap(x, t)
     if not accumulate:
         masked = _trace_state.tracer is not None and any(
             isinstance(k, Tensor) and k.dtype is D.bool_ for k in key)  # setitem's masked_fill_

@@ -22,7 +22,7 @@ from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
 from ..tracing import GraphBreak
 from ..tracing import _state as _trace_state
-from .inplace import ERR_LEAF_INPLACE
+from .inplace import ERR_LEAF_INPLACE, check_no_overlap
 from .memory_names import UntypedStorage, storage_dtype_check, storage_elements
 
 # the references an array the tensor alone holds has in share_memory_: the tensor's slot,
@@ -233,6 +233,8 @@ def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
                        f"{{}} on a tensor of {n} elements.")
     positions = F.where(F.lt(index, 0), F.add(index, n), index)
     values = F.reshape(source, (-1,))
+    for t in (index, source):  # PyTorch's assert_no_overlap of self with each
+        check_no_overlap(self, t)
     if accumulate:
         updated = flat.index_add(0, F.reshape(positions, (-1,)), values)
     else:

@@ -26,6 +26,7 @@ from .. import tensor as _tensor_module
 from ..tensor import Tensor
 from ..tracing import is_tracing
 from . import functional as F
+from .inplace import check_no_overlap
 from . import prims as P
 from .dispatch import apply, keeps_saved, named, named_backward
 from .naming import renamed
@@ -389,8 +390,9 @@ def index_select(input: Tensor, dim: int, index: Tensor, *,  # noqa: A002
 def gather(input: Tensor, dim: int, index: Tensor, *, sparse_grad: bool = False,  # noqa: A002
            out: Tensor | None = None) -> Tensor:
     if out is not None:
-        return F.written_same(out, gather(input, dim, index, sparse_grad=sparse_grad), "gather",
-                              "expected")
+        result = gather(input, dim, index, sparse_grad=sparse_grad)
+        check_no_overlap(out, input)  # PyTorch's assert_no_overlap of the result and self
+        return F.written_same(out, result, "gather", "expected")
     if sparse_grad:
         raise NotImplementedError("gather(): sparse_grad=True is not supported (no sparse "
                                   "tensors here)")
