@@ -27,6 +27,7 @@ from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.autograd.node import Node
 from runtime.creation import Generator, cpu_default_generator, thread_default_generator
 from runtime.ops.dispatch import INT_INPUT_BOUND, stale_weak_view
+from runtime.nn.module import Module
 from runtime.nn.module import _changed as structure_changed
 from runtime.ops.registry import Primitive
 from runtime.tensor import Tensor
@@ -37,7 +38,8 @@ from .graph import template_nodes
 from .item_outputs import ItemOut, returned_as_is
 from .layouts import Layouts
 from .number_guards import NumberGuard
-from .returned_graphs import ReturnedState, returned_graphs, returned_state
+from .returned_graphs import (ReturnedState, StoredTensor, path_in, returned_graphs,
+                              returned_state)
 from .tree import flatten, namedtuple_skeleton
 
 
@@ -125,6 +127,9 @@ class Capture:
     outside: list[Tensor] = field(default_factory=list)
     # the namedtuples among the returned values (planner.tree.namedtuple_skeleton)
     namedtuples: Any = None
+    # the tensors the step computes and leaves at paths it reads (a forward pre-hook's
+    # ``module.weight = g * v / ||v||``): outputs of the plan, stored there after each replay
+    stored: tuple[StoredTensor, ...] = ()
 
     def take_back_hooks(self) -> None:
         """Remove the hooks the step registered while captured: the call runs eagerly and
@@ -169,6 +174,10 @@ class Tracer:
         # an argument, ``p.data``): a leaf made so (``x.detach().requires_grad_()``, a gradient
         # penalty's input) gets its .grad from backward, and is gone after the call
         self.aliases: dict[int, Tensor] = {}
+        # ids of the tensors from outside the step whose value it read (``storage_of``): a
+        # tensor at a path the step assigns anew, read first, is state carried from call to
+        # call (``stored_tensors``)
+        self.outside_read: set[int] = set()
         self.generators: list[Generator] = []
         # the state of each generator the capture met, when it met it (the default one from
         # the start): a step that seeds one (``rt.manual_seed(0)`` before its dropout) changes
@@ -421,6 +430,7 @@ class Tracer:
         data = t._data
         if type(data) is MetaArray:
             return data
+        self.outside_read.add(id(t))
         hit = self.cells.get(id(data))
         if hit is not None:
             if hit[2] is not t and self.slots[hit[1]].kind == "input" \
@@ -835,8 +845,11 @@ class Tracer:
                     raise GraphBreak(f"{self.slots[index].desc} and {self.slots[other].desc} "
                                      "share memory, and the step writes one in place")
 
-    def finish(self, result: Any) -> Capture:
-        """Collect the writes and outputs and undo Python-side state changes."""
+    def finish(self, result: Any, stored: list[tuple[guards.Path, Tensor]] | None = None
+               ) -> Capture:
+        """Collect the writes and outputs and undo Python-side state changes; ``stored``: the
+        tensors the step computed and left at paths (``stored_tensors``), outputs of the plan
+        after the returned value."""
         for generator, state in self.generator_states.values():
             if not np.array_equal(generator.get_state()._data, state._data):
                 raise GraphBreak("the step seeds a random generator (manual_seed or "
@@ -888,6 +901,14 @@ class Tracer:
         template = self._template(result)
         if self.aot is not None:  # the returned value, and the gradients (planner.aot.split)
             template = ("tuple", [template, ("tuple", self.aot.grads)])
+        stored = stored or []
+        if stored:  # the returned value, and the tensors to store (planner.compile._Replayer)
+            if self.aot is not None:
+                raise GraphBreak(f"the step assigns {stored[0][0]} a tensor it computes and "
+                                 "returns tensors that require grad without calling backward(), "
+                                 "which a plan with its own backward does not store")
+            template = ("tuple", [template, ("tuple", [("node", self._read(t))
+                                                       for _, t in stored])])
         outputs = sorted({n for _, n in writes if n >= 0} | set(template_nodes(template)))
         self.g.graph.update(outputs=outputs, writes=writes, returns=template)
         nx._clear_cache(self.g)  # filled through its dicts (_add)
@@ -903,6 +924,10 @@ class Tracer:
         if self.aot is None:  # a training step's returned loss: requires_grad as eager's
             found.returned_graphs = (returned_graphs(result, self.device_of, self.input_of)
                                      + returned_state(result, live))
+        # each stored tensor's autograd flags, as a returned one's: marks by position
+        marks = dict(returned_graphs(tuple(t for _, t in stored), self.device_of, self.input_of))
+        found.stored = tuple(StoredTensor(path, marks.get((i,)), path_in(result, t))
+                             for i, (path, t) in enumerate(stored))
         return found
 
     def _live(self, returned: set[int]) -> dict[Any, ReturnedState]:
@@ -1206,7 +1231,7 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         if is_grad_enabled() != grad_mode:
             raise GraphBreak("the step changed the grad mode and did not restore it")
         draws.check()
-        found = tracer.finish(result)
+        found = tracer.finish(result, stored_tensors(watch, tracer))
         found.watch = watch
         found.aot = tracer.aot
         found.made_state = [(opt, p, dict(opt.state[p])) for opt, p in tracer.made_state]
@@ -1232,6 +1257,33 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         watch.settle()
         if captured and watch.stored_unread is not None:
             raise GraphBreak(f"the step keeps its string argument at {watch.stored_unread}")
+
+
+def stored_tensors(watch: guards.Watch, tracer: Tracer) -> list[tuple[guards.Path, Tensor]]:
+    """The paths the step leaves holding a tensor it computed (a node of the capture), with
+    that tensor: the old weight_norm, spectral_norm and pruning hooks' ``module.weight = ...``
+    before every forward. A replay runs none of the step's Python, so the plan returns each
+    and the replay stores it there (planner.compile._Replayer); the value it replaces is
+    guarded by type only, as the step never reads it. Where the step does read it first (state
+    carried from call to call, ``self.h = f(self.h, x)``), where the tensor is a view (eager
+    mode's shares its base's memory) or the path is a module's buffer (its identity is guarded
+    as the module's): GraphBreak, naming why. Any other value the step leaves at a path it
+    reads is planner.compile's to judge (``_changed_by_capture``)."""
+    found = []
+    for path, old, now in watch.computed():
+        if id(old) in tracer.outside_read:
+            raise GraphBreak(f"the step reads {path} before it assigns it a tensor it computes "
+                             "(state carried from call to call), which a replayed plan would "
+                             "read from the tensor it was captured with")
+        if now._data.view_of is not None:
+            raise GraphBreak(f"the step assigns {path} a view of another tensor, which a "
+                             "replayed plan would store as a tensor of its own")
+        owner = path.owner()
+        if isinstance(owner, Module) and path.steps[-1][1] in owner._buffers:
+            raise GraphBreak(f"the step assigns the buffer {path} a tensor it computes, which "
+                             "a replayed plan would not register (copy_ into it instead)")
+        found.append((path, now))
+    return found
 
 
 def _group_settings(opt: Any) -> list[dict[str, Any]]:

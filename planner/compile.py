@@ -149,6 +149,9 @@ class Binding:
     namedtuples: Any = None
     tensor_args: tuple[int, ...] = ()
     sharing: tuple[int, ...] = ()
+    # the tensors the step computes and leaves at paths (Capture.stored), which the plan
+    # returns after the step's own value: stored there after each replay
+    stored: tuple[returned_graphs.StoredTensor, ...] = ()
 
     def __post_init__(self) -> None:
         self.guarded = [(slot.kind == "tensor", slot) for slot in self.slots
@@ -1151,7 +1154,8 @@ class CompiledStep:
 
         device = self.device
         cap: Capture = capture(fn, args, target_device=device, scalars=scalars)
-        increments = self._changed_by_capture(cap.watch, warm_up, build)
+        stored = [s.path for s in cap.stored]
+        increments = self._changed_by_capture(cap.watch, warm_up, build, stored)
         if warm_up and cap.created_state:
             _take_back_made_state(cap)  # the eager call makes it, or fails leaving none
             cap.take_back_hooks()
@@ -1224,7 +1228,7 @@ class CompiledStep:
                                            cap.replayed_settings.get(id(o), set())))
                         for o in cap.optimizers], cap.grad_none,
                        cap.watch.guards([path for path, _ in increments]
-                                        + cap.watch.appended_paths()), cap.effects + [
+                                        + cap.watch.appended_paths() + stored), cap.effects + [
                            ("after", functools.partial(m.train, mode))
                            for m, mode in cap.late_modes] + [
                            ("after", functools.partial(guards.add_constants, path, deltas))
@@ -1239,18 +1243,20 @@ class CompiledStep:
                        aot=None if aot_plans is None else aot_plans[1],
                        scalar_inputs=frozenset(i for i in scalars if not isinstance(args[i], str)),
                        returned_graphs=cap.returned_graphs,
-                       inference_returns=cap.inference_returns,
+                       inference_returns=cap.inference_returns, stored=cap.stored,
                        numbers=NumberGuards(cap.number_guards) if cap.number_guards else None)
 
-    def _changed_by_capture(self, watch: guards.Watch, warm_up: bool, build: bool
-                            ) -> list[tuple[Any, list[Any]]]:
+    def _changed_by_capture(self, watch: guards.Watch, warm_up: bool, build: bool,
+                            stored: list[Any]) -> list[tuple[Any, list[Any]]]:
         """What the capture changed among the values the step reads and writes by path (put
         back as it was by ``capture``: Watch.settle). A replay runs none of the step's Python,
         so: a number the step only adds constants to (``self.n += 1``) has them added after
         each replay (returned: its path and constants), unless it is an nn.Module's attribute
         that the module's own code also reads (``_read_by_its_module``); a list it only
         appends constants to (``events.append("step")``) has them appended after each replay
-        (Watch.appended, the Binding's effects); anything else it
+        (Watch.appended, the Binding's effects); a path it leaves holding a tensor it computed
+        (``stored``: planner.capture.stored_tensors) has the plan's value of it stored after
+        each replay (``_Replayer``); anything else it
         changes makes the call run eagerly, and be captured again after it where ``warm_up``
         (a value the step sets once, ``self.ready = True``, is in place then); a capture that
         still changes it cannot be replayed. A plan only lowered for inspection (not
@@ -1260,7 +1266,7 @@ class CompiledStep:
             return []
         increments = [(path, deltas) for path, deltas in watch.counted
                       if not _read_by_its_module(path, self.fn)]
-        counted = {path for path, _ in increments} | set(watch.appended_paths())
+        counted = {path for path, _ in increments} | set(watch.appended_paths()) | set(stored)
         others = [path for path in changed if path not in counted]
         if not others or not build:
             return increments
@@ -1545,6 +1551,7 @@ class _Replayer:
         self.after = [call for when, call in binding.effects if when == "after"]
         # the returned tensors given requires_grad and a grad_fn, as eager mode's (by path)
         self.marks = dict(binding.returned_graphs)
+        self.stored = binding.stored  # the tensors stored at paths (returned after the result)
         # a native run may store parameter updates into their arrays as it goes
         # (planner.native: its commits): SIGINT is then held from the run on, not only
         # across the stores, so that an interrupted call still writes all or nothing
@@ -1563,7 +1570,9 @@ class _Replayer:
                                  "_set_grad": _set_grad, "_run": self.plan.run,
                                  "_generators": self.binding.generators, "_hold": _hold_sigint,
                                  "_release": _release_sigint, "_rebuild": _rebuild,
-                                 "_attach": returned_graphs.attach, "_marks": self.marks}
+                                 "_attach": returned_graphs.attach, "_marks": self.marks,
+                                 "_stage_stored": _stage_stored, "_stored": self.stored,
+                                 "_store_all": _store_all}
 
         def name(prefix: str, value: Any) -> str:
             key = f"_{prefix}{len(names)}"
@@ -1577,10 +1586,16 @@ class _Replayer:
         # the run, then each value staged (what can fail), then the stores with SIGINT held;
         # where the run itself stores into state (``hold_run``), all of it with SIGINT held
         work = [f"result, writes = _run(arrays, {{{reads}}}, _generators, True)"]
+        if self.stored:  # the stored tensors' stage checks their arrays against the state's
+            work = [f"state = {{{reads}}}", "result, writes = _run(arrays, state, _generators, True)"]
         values = [f"v{k}" for k in range(len(self.plan.writes))]
         if values:
             work.append(f"({', '.join(f'(_, {v})' for v in values)},) = writes")
         stores = []
+        if self.stored:
+            work.append("result, stored = _stage_stored(_stored, result, args, arrays, state, "
+                        "writes)")
+            stores.append("_store_all(stored)")
         for v, (slot, _) in zip(values, self.plan.writes, strict=True):
             stage, store, target = self.writers[slot]
             if stage is None:
@@ -1602,6 +1617,7 @@ class _Replayer:
             # before or after, so nothing to hold (the chain workload's x.grad: the handler's
             # swap and back took 5,200 instructions and two system calls a call)
             work.append(held.pop())
+        made = "result" if self.stored else "_rebuild(result)"  # (rebuilt by _stage_stored)
         scalars = [f"    arrays[{int(i)}] = _number(args[{int(i)}])"
                    for i in sorted(self.binding.scalar_inputs)]
         names["_number"] = _number_input
@@ -1613,8 +1629,8 @@ class _Replayer:
                  *scalars,
                  *([] if self.hold_run else [f"    {line}" for line in work]),
                  *guarded,
-                 "    return _attach(_rebuild(result), _marks, args)" if self.marks else
-                 "    return _rebuild(result)"]
+                 f"    return {made}" if not self.marks else
+                 f"    return _attach({made}, _marks, args)"]
         namespace = dict(names)
         # from the compiled-code cache where it is long (gpt's 11 KB took 3 ms to compile)
         code = code_of("\n".join(lines) + "\n", "<replay>", self.plan.executable.code_cache)
@@ -1638,9 +1654,12 @@ class _Replayer:
         try:
             result, writes = self.plan.run(arrays, state, self.draws or self.binding.generators,
                                            True)
-            if writes or self.draws:  # else nothing to store (a pure function of its inputs)
+            stored: list[_Staged] = []
+            if self.stored:
+                result, stored = _stage_stored(self.stored, result, args, arrays, state, writes)
+            if writes or self.draws or stored:  # else nothing to store (a pure function)
                 # every step succeeded: stage what the stores need, then store it all at once
-                staged = self._staged(writes, args, arrays, state)
+                staged = self._staged(writes, args, arrays, state) + stored
                 if not self.hold_run:
                     held = _hold_sigint()
                 for store, target, value in staged:
@@ -1652,9 +1671,8 @@ class _Replayer:
                 _release_sigint(held)
         for after in self.after:
             after(args) if getattr(after, "takes_args", False) else after()
-        if self.marks:
-            return returned_graphs.attach(_rebuild(result), self.marks, args)
-        return _rebuild(result)
+        value = result if self.stored else _rebuild(result)  # (rebuilt by _stage_stored)
+        return returned_graphs.attach(value, self.marks, args) if self.marks else value
 
     def _staged(self, writes: list[tuple[int, Any]], args: tuple[Any, ...], arrays: list[Any],
                 state: dict[int, Any]) -> list[_Staged]:
@@ -1822,6 +1840,61 @@ def _stage_fresh_input_grad(index: int, dtype: D.DType, device: str, value: Any,
     """_stage_fresh_grad of the .grad of the argument at ``index`` (the chain workload's x)."""
     return _set_grad, args[index], (None if value is None else
                                     Tensor._make(value, dtype, device))
+
+
+def _stage_stored(stored: tuple[returned_graphs.StoredTensor, ...], filled: Any,
+                  args: tuple[Any, ...], arrays: list[Any], state: dict[int, Any],
+                  writes: list[tuple[int, Any]]) -> tuple[Any, list[_Staged]]:
+    """The step's own returned value rebuilt (its autograd flags not yet attached), and the
+    stores of the tensors it leaves at paths (the plan returns them after that value:
+    planner.capture.Tracer.finish): each the returned tensor itself where the step returns
+    it too, else a new tensor, its array copied where it is an input's, a state's or a
+    write's (``_fresh``), with its autograd flags as eager mode's (``returned_graphs.attach``).
+    One array at two paths is one tensor at both, as the step's one tensor is."""
+    _, (user, (_, items)) = filled
+    result = _rebuild(user)
+    sources = {id(a) for a in arrays if a is not None}
+    sources.update(map(id, state.values()))
+    sources.update(id(value) for _, value in writes if value is not None)
+    made: dict[int, Tensor] = {}
+    staged: list[_Staged] = []
+    for entry, (kind, body) in zip(stored, items, strict=True):
+        t = made.get(id(body))
+        if t is None:
+            t = returned_graphs.at_path(result, entry.returned) if entry.returned is not None \
+                else _rebuild((kind, _fresh(body, sources) if kind == "array" else body))
+            if entry.mark is not None:
+                t = returned_graphs.attach(t, {(): entry.mark}, args)
+            made[id(body)] = t
+        staged.append(_store_at(entry.path, t))
+    return result, staged
+
+
+def _store_at(path: guards.Path, value: Tensor) -> _Staged:
+    """How ``value`` is stored at ``path`` (found now: the guards passed, and a plan runs no
+    Python that could move it). A module's plain attribute goes into its ``__dict__`` as
+    ``Module.__setattr__`` puts it, without the structure version's bump: a tensor attribute
+    is none of what the modules' guards hold (``_module_params``), and the bump made every
+    later call check them all again."""
+    owner = path.owner()
+    name = path.steps[-1][1] if path.steps else None
+    if isinstance(owner, Module) and type(owner).__setattr__ is Module.__setattr__ \
+            and name in owner.__dict__:
+        return _put, (owner.__dict__, name), value
+    return _assign, path, value
+
+
+def _put(where: tuple[dict[str, Any], str], value: Any) -> None:
+    where[0][where[1]] = value
+
+
+def _assign(path: guards.Path, value: Any) -> None:
+    path.assign(value)
+
+
+def _store_all(staged: list[_Staged]) -> None:
+    for store, target, value in staged:
+        store(target, value)
 
 
 def _stage_opt_state(slot: Slot, value: Any, args: tuple[Any, ...], sources: set[int]

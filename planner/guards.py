@@ -1474,6 +1474,16 @@ class Watch:
                 found.append(path)
         return found
 
+    def computed(self) -> list[tuple[Path, Any, Tensor]]:
+        """The paths the capture left holding a tensor it computed (its data a graph value,
+        ``MetaArray``), each with the value before and that tensor."""
+        found = []
+        for path in self.changed():
+            now = _follow_or_missing(path)
+            if isinstance(now, Tensor) and type(now._data) is MetaArray:
+                found.append((path, self.before[path][0], now))
+        return found
+
     def restore(self, paths: list[Path] | None = None) -> None:
         """Put back the values found before the capture at ``paths`` (default: all that
         changed), so that the call can run eagerly from the state it met."""

@@ -146,6 +146,39 @@ class ReturnedState:
 Mark = ReturnedGraph | ReturnedLeaf | ReturnedState
 
 
+@dataclass(frozen=True)
+class StoredTensor:
+    """A tensor the step computes and leaves at ``path`` (a planner.guards.Path: a forward
+    pre-hook's ``module.weight = g * v / ||v||``), stored there anew after each replay, with
+    ``mark``'s autograd flags (None: it requires no grad), as a returned tensor's."""
+
+    path: Any
+    mark: Mark | None
+    # where the step returns that very tensor too (``holder.last = loss; return loss``): the
+    # path to it in the returned value, whose tensor is stored, one object at both as eager's
+    returned: Path | None = None
+
+
+def path_in(value: Any, t: Tensor, path: Path = ()) -> Path | None:
+    """The path of indices and keys that reaches ``t`` itself in ``value`` (through tuples,
+    lists and dicts, as ``returned_graphs`` walks it); None where it is not there."""
+    if value is t:
+        return path
+    items = value.items() if isinstance(value, dict) else enumerate(value) \
+        if isinstance(value, (tuple, list)) else ()
+    for k, v in items:
+        found = path_in(v, t, (*path, k))
+        if found is not None:
+            return found
+    return None
+
+
+def at_path(value: Any, path: Path) -> Any:
+    for k in path:
+        value = value[k]
+    return value
+
+
 def returned_graphs(result: Any, device_of: Any, input_of: dict[int, int]
                     ) -> tuple[tuple[Path, Mark], ...]:
     """(path, mark) of each tensor in what the step returns that requires grad, the path

@@ -1,0 +1,259 @@
+"""A compiled step whose module attribute is assigned a tensor the step computes (the old
+``nn.utils.weight_norm`` and ``spectral_norm`` hooks, ``nn.utils.prune``, a hand-written
+forward pre-hook: ``module.weight = ...`` before every forward) replays: the plan returns that
+tensor and the replay stores it at the attribute, with eager mode's values, requires_grad and
+grad_fn name, and the next call replays again (one capture). A step that reads the old value
+before assigning the new one (state carried from call to call) runs eagerly, saying why."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+
+ROOT = Path(__file__).resolve().parents[2]
+KINDS = ("weight_norm", "spectral_norm", "l1_unstructured", "custom_mask", "hook")
+
+
+def _scaled_weight(module: Any, inputs: Any) -> None:
+    module.weight = module.weight_raw.tanh() * 2.0
+
+
+def _model(kind: str) -> Any:
+    """A Linear(4, 3) whose ``weight`` a forward pre-hook computes, seeded."""
+    rt.manual_seed(0)
+    lin = rt.nn.Linear(4, 3)
+    if kind == "weight_norm":
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", FutureWarning)
+            return rt.nn.utils.weight_norm(lin)
+    if kind == "spectral_norm":
+        return rt.nn.utils.spectral_norm(lin)
+    if kind == "l1_unstructured":
+        return rt.nn.utils.prune.l1_unstructured(lin, "weight", 0.5)
+    if kind == "custom_mask":
+        mask = rt.tensor([[1.0, 0.0, 1.0, 1.0], [0.0, 1.0, 1.0, 0.0], [1.0, 1.0, 0.0, 1.0]])
+        return rt.nn.utils.prune.custom_from_mask(lin, "weight", mask)
+    raw = lin.weight
+    del lin.weight
+    lin.register_parameter("weight_raw", raw)
+    lin.weight = raw.detach().clone()
+    lin.register_forward_pre_hook(_scaled_weight)
+    return lin
+
+
+def _snapshot(m: Any, loss: Any) -> dict[str, Any]:
+    w = m.weight
+    return {"loss": loss.detach().numpy().copy(),
+            "params": {n: p.detach().numpy().copy() for n, p in m.named_parameters()},
+            "grads": {n: p.grad.numpy().copy() for n, p in m.named_parameters()},
+            "buffers": {n: b.numpy().copy() for n, b in m.named_buffers()},
+            "weight": w.detach().numpy().copy(), "requires_grad": w.requires_grad,
+            "is_leaf": w.is_leaf, "version": w._version,
+            "grad_fn": None if w.grad_fn is None else w.grad_fn.name()}
+
+
+def _train(kind: str, compiled: bool, backend: str = "auto", calls: int = 4
+           ) -> tuple[list[dict[str, Any]], Any, list[str]]:
+    m = _model(kind)
+    opt = rt.optim.SGD(m.parameters(), lr=0.1)
+    rt.manual_seed(1)
+    x = rt.randn(5, 4)
+
+    def step(x: Any) -> Any:
+        opt.zero_grad()
+        loss = m(x).pow(2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    fn = planner.compile(step, backend=backend) if compiled else step
+    seen = []
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(calls):
+            seen.append(_snapshot(m, fn(x)))
+    planner_warnings = [str(w.message) for w in caught if str(w.message).startswith("planner")]
+    return seen, fn, planner_warnings
+
+
+def _assert_same(eager: list[dict[str, Any]], compiled: list[dict[str, Any]],
+                 exact: bool) -> None:
+    def close(a: Any, b: Any) -> None:
+        if exact:
+            np.testing.assert_array_equal(a, b)
+        else:
+            np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-5)
+
+    assert len(eager) == len(compiled)
+    for e, c in zip(eager, compiled, strict=True):
+        for key in ("requires_grad", "is_leaf", "grad_fn", "version"):
+            assert e[key] == c[key], key
+        close(e["loss"], c["loss"])
+        close(e["weight"], c["weight"])
+        for key in ("params", "grads", "buffers"):
+            assert e[key].keys() == c[key].keys()
+            for name in e[key]:
+                close(e[key][name], c[key][name])
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_hook_assigning_the_weight_replays_as_eager(kind: str) -> None:
+    eager, _, _ = _train(kind, compiled=False)
+    compiled, step, warned = _train(kind, compiled=True)
+    assert warned == []
+    assert step.captures == 1
+    assert eager[-1]["requires_grad"] and eager[-1]["grad_fn"] is not None
+    _assert_same(eager, compiled, exact=False)
+
+
+@pytest.mark.parametrize("kind", ["weight_norm", "spectral_norm"])
+def test_the_stored_weight_is_eagers_bit_for_bit_on_the_interpreter(kind: str) -> None:
+    """The interpreter runs eager mode's numpy ops: the weight the replay stores, and all
+    else, equal eager mode's exactly (spectral_norm's power-iteration buffers too)."""
+    eager, _, _ = _train(kind, compiled=False)
+    compiled, step, warned = _train(kind, compiled=True, backend="interpreter")
+    assert warned == [] and step.captures == 1
+    _assert_same(eager, compiled, exact=True)
+
+
+def test_spectral_norms_buffers_move_at_each_replay() -> None:
+    compiled, _, _ = _train("spectral_norm", compiled=True)
+    us = [c["buffers"]["weight_u"] for c in compiled]
+    assert all(not np.array_equal(a, b) for a, b in zip(us, us[1:]))
+
+
+def test_the_stored_weight_is_a_new_tensor_with_its_graph_freed() -> None:
+    """As eager mode's: a tensor of its own at each call (not the plan's buffer reused), whose
+    grad_fn a second backward meets freed."""
+    m = _model("weight_norm")
+    opt = rt.optim.SGD(m.parameters(), lr=0.1)
+    x = rt.randn(5, 4)
+
+    @planner.compile
+    def step(x: Any) -> Any:
+        opt.zero_grad()
+        loss = m(x).pow(2).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    weights = []
+    for _ in range(3):
+        step(x)
+        weights.append((m.weight, m.weight.detach().numpy().copy()))
+    assert step.captures == 1
+    assert len({id(w) for w, _ in weights}) == 3
+    for w, value in weights:  # each kept its own values
+        np.testing.assert_array_equal(w.detach().numpy(), value)
+    with pytest.raises(RuntimeError, match="backward through the graph a second time"):
+        m.weight.sum().backward()
+
+
+class _Holder:
+    pass
+
+
+def test_a_stored_tensor_the_step_returns_is_the_returned_object() -> None:
+    """``m.last = out; return out``: one tensor at both, as eager mode's (its grad_fn too);
+    a tensor stored at two paths is one tensor at both."""
+    m = rt.nn.Linear(4, 3)
+    holder = _Holder()
+    holder.a = holder.b = None
+
+    @planner.compile
+    def step(x: Any) -> Any:
+        m.zero_grad()
+        out = m(x).sum()
+        out.backward()
+        holder.a = holder.b = out * 2.0
+        m.last = out
+        return out
+
+    for _ in range(3):
+        out = step(rt.randn(5, 4))
+        assert m.last is out and out.grad_fn.name() == "SumBackward0"
+        assert holder.a is holder.b and holder.a.grad_fn.name() == "MulBackward0"
+        np.testing.assert_allclose(holder.a.detach().numpy(), out.detach().numpy() * 2.0)
+    assert step.captures == 1
+
+
+def test_a_step_reading_the_old_value_first_runs_eagerly_saying_why() -> None:
+    """State carried from call to call (``h = h * 0.5 + x``): the plan would read the tensor
+    it was captured with at every replay, so the step runs eagerly, as eager mode does."""
+    def run(compiled: bool) -> list[np.ndarray]:
+        holder = _Holder()
+        holder.h = rt.zeros(3)
+        w = rt.nn.Parameter(rt.ones(3))
+
+        def step(x: Any) -> Any:
+            holder.h = holder.h * 0.5 + (x * w).sum(0).detach()
+            (holder.h * w).sum().backward()
+            return holder.h
+
+        fn = planner.compile(step) if compiled else step
+        x = rt.arange(6.0).reshape(2, 3)
+        return [fn(x).numpy().copy() for _ in range(3)]
+
+    want = run(False)
+    with pytest.warns(RuntimeWarning, match=r"reads holder\.h before it assigns it a tensor "
+                                            r"it computes \(state carried from call to call\)"):
+        got = run(True)
+    for a, b in zip(want, got, strict=True):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_a_value_that_is_not_a_computed_tensor_is_not_stored_by_the_plan() -> None:
+    """A tensor from outside the step put at a path is no output of the plan: the first call
+    runs eagerly (a value the step sets once, in place for the capture after it), as before."""
+    holder = _Holder()
+    outside = [rt.ones(3), rt.full((3,), 2.0)]
+    holder.t = outside[0]
+    w = rt.nn.Parameter(rt.ones(3))
+
+    @planner.compile
+    def step(x: Any) -> Any:
+        holder.t = outside[1]
+        (x * w).sum().backward()
+
+    step(rt.ones(3))
+    assert holder.t is outside[1] and step.warmups == 1
+    step(rt.ones(3))
+    assert holder.t is outside[1] and step.captures == 1
+    assert [b.stored for entry in step._cache.values() for b in entry.bindings] == [()]
+
+
+_CHILD = """
+import json, sys, warnings
+sys.path.insert(0, {tests!r})
+from test_module_attribute_writes_h34 import _train
+seen, step, warned = _train({kind!r}, compiled=True)
+print(json.dumps({{"loaded": step.plans_loaded, "captures": step.captures, "warned": warned,
+                  "losses": [s["loss"].tolist() for s in seen],
+                  "weights": [s["weight"].tolist() for s in seen],
+                  "grad_fn": [s["grad_fn"] for s in seen]}}))
+"""
+
+
+def test_a_second_process_loads_the_kept_plan_and_trains_the_same(tmp_path: Path) -> None:
+    runs = []
+    for _ in range(2):
+        env = dict(os.environ, BACKPLAN_CACHE_DIR=str(tmp_path))
+        child = _CHILD.format(tests=str(Path(__file__).parent), kind="spectral_norm")
+        out = subprocess.run([sys.executable, "-c", child], env=env, cwd=ROOT, check=True,
+                             capture_output=True, text=True)
+        runs.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert [r["loaded"] for r in runs] == [0, 1]
+    assert all(r["captures"] == 1 and r["warned"] == [] for r in runs)
+    for key in ("losses", "weights", "grad_fn"):
+        assert runs[0][key] == runs[1][key], key
