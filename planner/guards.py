@@ -1446,6 +1446,11 @@ class Watch:
         self.contents = {path: dict(value) if type(value) is dict else list(value)
                          for path, (value, _) in self.before.items()
                          if type(value) in _CONTAINERS}
+        # the plain attributes and buffers of the modules among those values and their
+        # submodules, as they were (``_module_paths``): a library's forward pre-hook assigns
+        # ``setattr(module, name, ...)`` by a name no path of the step's code shows
+        self.module_state = [(m, dict(m.__dict__), dict(m._buffers))
+                             for m in _modules_in(value for value, _ in self.before.values())]
         self.settled: list[Path] = []  # what the capture changed (``settle``)
         self.counted: list[tuple[Path, list[Any]]] = []  # of those, the increments
         self.appended: list[tuple[Path, list[Any]]] = []  # and the lists only appended to
@@ -1455,6 +1460,7 @@ class Watch:
         """After the capture: note what it changed, and which of those are increments, then
         put every value back as it was (a replay, or the call run eagerly, makes the
         changes, each once)."""
+        self._module_paths()
         self.settled = self.changed()
         # a string argument's stand-in kept by the step (``names.append(name)``, ``self.tag =
         # tag``): the plan would put it, not the string, there (planner.capture reads it)
@@ -1477,12 +1483,31 @@ class Watch:
     def computed(self) -> list[tuple[Path, Any, Tensor]]:
         """The paths the capture left holding a tensor it computed (its data a graph value,
         ``MetaArray``), each with the value before and that tensor."""
+        self._module_paths()
         found = []
         for path in self.changed():
             now = _follow_or_missing(path)
             if isinstance(now, Tensor) and type(now._data) is MetaArray:
                 found.append((path, self.before[path][0], now))
         return found
+
+    def _module_paths(self) -> None:
+        """Follow as paths of their own the attributes and buffers of the watched modules
+        that the capture left holding a tensor it computed, where no path of the step's
+        code reaches them (the old weight_norm hook's ``setattr(module, "weight", ...)`` in
+        a compiled module's forward): put back with the rest, and stored by a replay. A
+        capture's shape-only tensor was left there, for good."""
+        known = {(id(owner), path.steps[-1][1]) for path in self.before
+                 if path.steps and path.steps[-1][0] and (owner := path.owner()) is not None}
+        for module, attrs, buffers in self.module_state:
+            for now_items, before in ((module.__dict__, attrs), (module._buffers, buffers)):
+                for name, now in list(now_items.items()):
+                    if (id(module), name) in known or before.get(name, MISSING) is now or \
+                            not isinstance(now, Tensor) or type(now._data) is not MetaArray:
+                        continue
+                    path = Path("object", module, type(module).__name__, ((True, name),))
+                    self.before[path] = (before.get(name, MISSING), (type(module),))
+                    known.add((id(module), name))
 
     def restore(self, paths: list[Path] | None = None) -> None:
         """Put back the values found before the capture at ``paths`` (default: all that
@@ -1594,6 +1619,16 @@ class Watch:
 # optimizer's parameters and state, a scheduler's, the code of a function it ran
 _HELD = (Module, Optimizer, LRScheduler, Generator, types.FunctionType, types.MethodType,
          types.BuiltinFunctionType, functools.partial)
+
+
+def _modules_in(values: Any) -> list[Module]:
+    """The modules among ``values`` and all their submodules, each once."""
+    found: dict[int, Module] = {}
+    for value in values:
+        if isinstance(value, Module) and id(value) not in found:
+            for m in value.modules():
+                found.setdefault(id(m), m)
+    return list(found.values())
 
 
 def _held(path: Path, value: Any, seen: tuple[type, ...]) -> bool:

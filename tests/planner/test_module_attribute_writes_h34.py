@@ -257,3 +257,34 @@ def test_a_second_process_loads_the_kept_plan_and_trains_the_same(tmp_path: Path
     assert all(r["captures"] == 1 and r["warned"] == [] for r in runs)
     for key in ("losses", "weights", "grad_fn"):
         assert runs[0][key] == runs[1][key], key
+
+
+def test_a_compiled_modules_hook_never_leaves_a_shape_only_weight() -> None:
+    """``planner.compile(model)`` of a weight_norm'd Linear: no path of the step's code
+    shows the hook's ``setattr(module, "weight", ...)``, and the capture's shape-only tensor
+    was left at ``model.weight`` for good. The module's attributes are watched too: where
+    the forward returns a tensor requiring grad (a plan with its own backward) the call runs
+    eagerly, saying why; under no_grad the replay stores the weight."""
+    m = _model("weight_norm")
+    cm = planner.compile(m)
+    x = rt.randn(5, 4)
+    with pytest.warns(RuntimeWarning, match=r"assigns Linear\.weight a tensor it computes and "
+                                            "returns tensors that require grad"):
+        cm(x).sum().backward()
+    assert type(m.weight.detach().numpy()) is np.ndarray and m.weight.grad_fn is not None
+
+    m = _model("weight_norm")
+    cm = planner.compile(m)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for scale in (1.0, 2.0, 3.0):
+            with rt.no_grad():
+                m.weight_g.mul_(scale)
+                got = cm(x)
+            want = x.numpy() @ m.weight.numpy().T + m.bias.detach().numpy()
+            np.testing.assert_allclose(got.numpy(), want, rtol=1e-5, atol=1e-6)
+            v = m.weight_v.detach().numpy()
+            np.testing.assert_allclose(m.weight.numpy(), m.weight_g.detach().numpy() * v
+                                       / np.linalg.norm(v, axis=1, keepdims=True), rtol=1e-5)
+            assert not m.weight.requires_grad and m.weight.grad_fn is None
+    assert cm.forward.captures == 1
