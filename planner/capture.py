@@ -845,11 +845,11 @@ class Tracer:
                     raise GraphBreak(f"{self.slots[index].desc} and {self.slots[other].desc} "
                                      "share memory, and the step writes one in place")
 
-    def finish(self, result: Any, stored: list[tuple[guards.Path, Tensor]] | None = None
-               ) -> Capture:
+    def finish(self, result: Any,
+               stored: list[tuple[guards.Path, Tensor, int | None]] | None = None) -> Capture:
         """Collect the writes and outputs and undo Python-side state changes; ``stored``: the
-        tensors the step computed and left at paths (``stored_tensors``), outputs of the plan
-        after the returned value."""
+        tensors the step left at paths (``stored_tensors``), those it computed outputs of the
+        plan after the returned value."""
         for generator, state in self.generator_states.values():
             if not np.array_equal(generator.get_state()._data, state._data):
                 raise GraphBreak("the step seeds a random generator (manual_seed or "
@@ -902,13 +902,14 @@ class Tracer:
         if self.aot is not None:  # the returned value, and the gradients (planner.aot.split)
             template = ("tuple", [template, ("tuple", self.aot.grads)])
         stored = stored or []
+        computed = [t for _, t, argument in stored if argument is None]
         if stored:  # the returned value, and the tensors to store (planner.compile._Replayer)
             if self.aot is not None:
-                raise GraphBreak(f"the step assigns {stored[0][0]} a tensor it computes and "
-                                 "returns tensors that require grad without calling backward(), "
-                                 "which a plan with its own backward does not store")
+                raise GraphBreak(f"the step assigns {stored[0][0]} a tensor and returns tensors "
+                                 "that require grad without calling backward(), which a plan "
+                                 "with its own backward does not store")
             template = ("tuple", [template, ("tuple", [("node", self._read(t))
-                                                       for _, t in stored])])
+                                                       for t in computed])])
         outputs = sorted({n for _, n in writes if n >= 0} | set(template_nodes(template)))
         self.g.graph.update(outputs=outputs, writes=writes, returns=template)
         nx._clear_cache(self.g)  # filled through its dicts (_add)
@@ -924,10 +925,11 @@ class Tracer:
         if self.aot is None:  # a training step's returned loss: requires_grad as eager's
             found.returned_graphs = (returned_graphs(result, self.device_of, self.input_of)
                                      + returned_state(result, live))
-        # each stored tensor's autograd flags, as a returned one's: marks by position
-        marks = dict(returned_graphs(tuple(t for _, t in stored), self.device_of, self.input_of))
-        found.stored = tuple(StoredTensor(path, marks.get((i,)), path_in(result, t))
-                             for i, (path, t) in enumerate(stored))
+        # each computed stored tensor's autograd flags, as a returned one's: marks by position
+        marks = iter(_marks_by_position(computed, self.device_of, self.input_of))
+        found.stored = tuple(StoredTensor(path, argument=argument) if argument is not None
+                             else StoredTensor(path, next(marks), path_in(result, t))
+                             for path, t, argument in stored)
         return found
 
     def _live(self, returned: set[int]) -> dict[Any, ReturnedState]:
@@ -1176,13 +1178,14 @@ _NUMBER_TYPES = frozenset(("int", "float", "bool", "complex", "str", "numbers", 
 
 
 def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
-            scalars: Any = ()) -> Capture:
+            scalars: Any = (), eager_writes: frozenset[guards.Path] = frozenset()) -> Capture:
     """Trace ``fn(*args)``; raises GraphBreak where the step cannot be captured. The Python
     values the step changes at the paths its code reads and writes are put back as they were
     (``Capture.watch`` says which), as are its optimizers' state and random generators: a
     capture that falls back leaves the call to run eagerly from the state it met. The float
     arguments at positions ``scalars`` are inputs of the plan, read at every replay
-    (``Tracer.add_scalar_input``), not constants."""
+    (``Tracer.add_scalar_input``), not constants. ``eager_writes``: the paths an eager run
+    of this call just before left holding one of its tensor arguments (``stored_tensors``)."""
     tracer = Tracer(target_device)
     tracer.entry = getattr(fn, "__code__", None)
     for i, a in enumerate(args):
@@ -1231,7 +1234,7 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
         if is_grad_enabled() != grad_mode:
             raise GraphBreak("the step changed the grad mode and did not restore it")
         draws.check()
-        found = tracer.finish(result, stored_tensors(watch, tracer))
+        found = tracer.finish(result, stored_tensors(watch, tracer, eager_writes))
         found.watch = watch
         found.aot = tracer.aot
         found.made_state = [(opt, p, dict(opt.state[p])) for opt, p in tracer.made_state]
@@ -1259,31 +1262,54 @@ def capture(fn: Any, args: tuple[Any, ...], target_device: str | None = None,
             raise GraphBreak(f"the step keeps its string argument at {watch.stored_unread}")
 
 
-def stored_tensors(watch: guards.Watch, tracer: Tracer) -> list[tuple[guards.Path, Tensor]]:
-    """The paths the step leaves holding a tensor it computed (a node of the capture), with
-    that tensor: the old weight_norm, spectral_norm and pruning hooks' ``module.weight = ...``
-    before every forward. A replay runs none of the step's Python, so the plan returns each
-    and the replay stores it there (planner.compile._Replayer); the value it replaces is
-    guarded by type only, as the step never reads it. Where the step does read it first (state
-    carried from call to call, ``self.h = f(self.h, x)``), where the tensor is a view (eager
-    mode's shares its base's memory) or the path is a module's buffer (its identity is guarded
-    as the module's): GraphBreak, naming why. Any other value the step leaves at a path it
-    reads is planner.compile's to judge (``_changed_by_capture``)."""
+def stored_tensors(watch: guards.Watch, tracer: Tracer,
+                   eager_writes: frozenset[guards.Path] = frozenset()
+                   ) -> list[tuple[guards.Path, Tensor, int | None]]:
+    """The paths the step leaves holding a tensor it computed (a node of the capture) or one
+    of its tensor arguments, with that tensor and the argument's position (None: computed):
+    the old weight_norm, spectral_norm and pruning hooks' ``module.weight = ...`` before
+    every forward, a step's ``self.last_input = x``. A replay runs none of the step's Python,
+    so the plan returns each computed one and the replay stores it there, or the call's
+    argument (planner.compile._Replayer); the value it replaces is guarded by type only, as
+    the step never reads it. Where the step does read it first (state carried from call to
+    call, ``self.h = f(self.h, x)``), where the tensor is a view (eager mode's shares its
+    base's memory) or the path is a module's buffer (its identity is guarded as the
+    module's): GraphBreak, naming why. Any other value the step leaves at a path it reads is
+    planner.compile's to judge (``_changed_by_capture``). A path of ``eager_writes`` that
+    holds the argument this capture met there (an eager run of the call just before stored
+    it: the warm-up of a step that creates its .grads) is the argument's too."""
     found = []
-    for path, old, now in watch.computed():
+    left = watch.tensors_left()
+    for path in eager_writes - {path for path, _, _ in left}:
+        held = watch.before.get(path, (None,))[0]
+        argument = tracer.input_of.get(id(held))
+        if argument is not None:
+            found.append((path, held, argument))
+    for path, old, now in left:
+        argument = tracer.input_of.get(id(now))
+        computed = type(now._data) is MetaArray
+        if not computed and argument is None:
+            continue
         if id(old) in tracer.outside_read:
             raise GraphBreak(f"the step reads {path} before it assigns it a tensor it computes "
                              "(state carried from call to call), which a replayed plan would "
                              "read from the tensor it was captured with")
-        if now._data.view_of is not None:
+        if computed and now._data.view_of is not None:
             raise GraphBreak(f"the step assigns {path} a view of another tensor, which a "
                              "replayed plan would store as a tensor of its own")
         owner = path.owner()
         if isinstance(owner, Module) and path.steps[-1][1] in owner._buffers:
             raise GraphBreak(f"the step assigns the buffer {path} a tensor it computes, which "
                              "a replayed plan would not register (copy_ into it instead)")
-        found.append((path, now))
+        found.append((path, now, argument))
     return found
+
+
+def _marks_by_position(tensors: list[Tensor], device_of: Any, input_of: dict[int, int]
+                       ) -> list[Any]:
+    """The returned-graph mark of each of ``tensors`` (None: it requires no grad)."""
+    marks = dict(returned_graphs(tuple(tensors), device_of, input_of))
+    return [marks.get((i,)) for i in range(len(tensors))]
 
 
 def _group_settings(opt: Any) -> list[dict[str, Any]]:

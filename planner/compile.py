@@ -871,9 +871,11 @@ class CompiledStep:
         elif warm_up and entry is None and not self.fullgraph and (
                 fresh := _fresh_optimizer(self.fn)) is not None:
             eager_why = f"{type(fresh).__name__} holds no state yet (its first step makes it)"
+        eager_writes: frozenset[guards.Path] = frozenset()
         if eager_why is not None:
             self._warm_up(key, eager_why)
-            ran_eagerly, result, warm_up = True, fn(*args), False
+            ran_eagerly, warm_up = True, False
+            result, eager_writes = _eager_run(fn, args)
         # planning and the first replay (its program built: gpt's made 4 collections, one
         # of them of the older generation) as one burst of allocations, the collector held
         # off across both (``_collector_paused``)
@@ -882,7 +884,7 @@ class CompiledStep:
                 scalars = _dynamic_positions(key)
                 try:
                     binding = self._plan(fn, args, warm_up=warm_up, scalars=scalars,
-                                         ran_eagerly=ran_eagerly)
+                                         ran_eagerly=ran_eagerly, eager_writes=eager_writes)
                 except _StateMadeEarly:
                     return result
                 except _WarmUp as w:
@@ -891,7 +893,8 @@ class CompiledStep:
                     self._warm_up(key, f"it creates {w}")
                     if marker is not None:
                         plan_cache.remember_warm_up(marker, self.cache_dir)
-                    ran_eagerly, result, warm_up = True, fn(*args), False
+                    ran_eagerly, warm_up = True, False
+                    result, eager_writes = _eager_run(fn, args)
                     continue
                 except Exception as e:
                     if not scalars and not isinstance(e, GraphBreak):
@@ -1128,18 +1131,20 @@ class CompiledStep:
 
     def _plan(self, fn: Callable[..., Any], args: tuple[Any, ...], build: bool = True,
               warm_up: bool = False, scalars: frozenset[int] = frozenset(),
-              ran_eagerly: bool = False) -> Binding:
+              ran_eagerly: bool = False, eager_writes: frozenset[Any] = frozenset()) -> Binding:
         """Capture and plan ``fn`` for ``args``; ``build``: compile the kernels now (a GPU
         plan lowered for inspection renders its CUDA C but needs no CuPy to be planned).
         ``warm_up``: raise _WarmUp instead of planning a capture that created state the plan
         depends on (the capture is a trace on shape-only tensors: planning and code generation
         are what it saves). ``scalars``: the positions of number arguments that are inputs of
         the plan (``_changed_numbers``). ``ran_eagerly``: the call ran eagerly already, so
-        a capture making optimizer state raises _StateMadeEarly. Python's garbage collector
-        is held off meanwhile."""
+        a capture making optimizer state raises _StateMadeEarly; ``eager_writes``: the paths
+        that run left holding an argument (``_eager_run``). Python's garbage collector is held
+        off meanwhile."""
         with _collector_paused():
             try:
-                return self._capture_and_plan(fn, args, build, warm_up, scalars, ran_eagerly)
+                return self._capture_and_plan(fn, args, build, warm_up, scalars, ran_eagerly,
+                                              eager_writes)
             except WarmUpNeeded as e:  # an eager run makes what the capture lacks
                 if warm_up:
                     raise _WarmUp([e.reason]) from e
@@ -1147,13 +1152,15 @@ class CompiledStep:
 
     def _capture_and_plan(self, fn: Callable[..., Any], args: tuple[Any, ...], build: bool,
                           warm_up: bool, scalars: frozenset[int] = frozenset(),
-                          ran_eagerly: bool = False) -> Binding:
+                          ran_eagerly: bool = False,
+                          eager_writes: frozenset[Any] = frozenset()) -> Binding:
         from .distributed import data_parallel, ddp_modules
         from .passes import hoist_source_views, run_default_passes
         from .remat import rematerialize
 
         device = self.device
-        cap: Capture = capture(fn, args, target_device=device, scalars=scalars)
+        cap: Capture = capture(fn, args, target_device=device, scalars=scalars,
+                               eager_writes=eager_writes)
         stored = [s.path for s in cap.stored]
         increments = self._changed_by_capture(cap.watch, warm_up, build, stored)
         if warm_up and cap.created_state:
@@ -1381,6 +1388,16 @@ def _collector_paused() -> Iterator[None]:
     finally:
         if enabled:
             gc.enable()
+
+
+def _eager_run(fn: Callable[..., Any], args: tuple[Any, ...]) -> tuple[Any, frozenset[Any]]:
+    """``fn(*args)`` run eagerly before the capture of the same call (a warm-up), and the
+    paths it left holding one of the call's tensor arguments (``self.last_input = x``): the
+    capture after it finds them holding that argument already, unchanged, and without this
+    would not store the next call's argument there (planner.capture.stored_tensors)."""
+    watch = guards.Watch(guards.call_accesses(fn, args))
+    result = fn(*args)
+    return result, frozenset(watch.holding(args))
 
 
 def _fresh_optimizer(step: Callable[..., Any]) -> Any:
@@ -1846,9 +1863,9 @@ def _stage_stored(stored: tuple[returned_graphs.StoredTensor, ...], filled: Any,
                   args: tuple[Any, ...], arrays: list[Any], state: dict[int, Any],
                   writes: list[tuple[int, Any]]) -> tuple[Any, list[_Staged]]:
     """The step's own returned value rebuilt (its autograd flags not yet attached), and the
-    stores of the tensors it leaves at paths (the plan returns them after that value:
-    planner.capture.Tracer.finish): each the returned tensor itself where the step returns
-    it too, else a new tensor, its array copied where it is an input's, a state's or a
+    stores of the tensors it leaves at paths (the plan returns those it computed after that
+    value: planner.capture.Tracer.finish): an argument itself; the returned tensor itself
+    where the step returns it too; else a new tensor, its array copied where it is an input's, a state's or a
     write's (``_fresh``), with its autograd flags as eager mode's (``returned_graphs.attach``).
     One array at two paths is one tensor at both, as the step's one tensor is."""
     _, (user, (_, items)) = filled
@@ -1858,7 +1875,12 @@ def _stage_stored(stored: tuple[returned_graphs.StoredTensor, ...], filled: Any,
     sources.update(id(value) for _, value in writes if value is not None)
     made: dict[int, Tensor] = {}
     staged: list[_Staged] = []
-    for entry, (kind, body) in zip(stored, items, strict=True):
+    outputs = iter(items)
+    for entry in stored:
+        if entry.argument is not None:  # the call's own argument, as the step stores it
+            staged.append(_store_at(entry.path, args[entry.argument]))
+            continue
+        kind, body = next(outputs)
         t = made.get(id(body))
         if t is None:
             t = returned_graphs.at_path(result, entry.returned) if entry.returned is not None \

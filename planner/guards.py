@@ -1480,16 +1480,22 @@ class Watch:
                 found.append(path)
         return found
 
-    def computed(self) -> list[tuple[Path, Any, Tensor]]:
-        """The paths the capture left holding a tensor it computed (its data a graph value,
-        ``MetaArray``), each with the value before and that tensor."""
+    def tensors_left(self) -> list[tuple[Path, Any, Tensor]]:
+        """The paths the capture left holding another tensor than before, each with the
+        value before and that tensor."""
         self._module_paths()
         found = []
         for path in self.changed():
             now = _follow_or_missing(path)
-            if isinstance(now, Tensor) and type(now._data) is MetaArray:
+            if isinstance(now, Tensor):
                 found.append((path, self.before[path][0], now))
         return found
+
+    def holding(self, values: tuple[Any, ...]) -> list[Path]:
+        """The paths now holding another value than before that is one of the tensors
+        among ``values`` (a step's arguments: ``self.last_input = x``)."""
+        ids = {id(v) for v in values if isinstance(v, Tensor)}
+        return [path for path in self.changed() if id(_follow_or_missing(path)) in ids]
 
     def _module_paths(self) -> None:
         """Follow as paths of their own the attributes and buffers of the watched modules

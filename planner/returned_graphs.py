@@ -150,13 +150,15 @@ Mark = ReturnedGraph | ReturnedLeaf | ReturnedState
 class StoredTensor:
     """A tensor the step computes and leaves at ``path`` (a planner.guards.Path: a forward
     pre-hook's ``module.weight = g * v / ||v||``), stored there anew after each replay, with
-    ``mark``'s autograd flags (None: it requires no grad), as a returned tensor's."""
+    ``mark``'s autograd flags (None: it requires no grad), as a returned tensor's; or the
+    tensor argument at position ``argument`` (``self.last_input = x``), stored itself."""
 
     path: Any
-    mark: Mark | None
+    mark: Mark | None = None
     # where the step returns that very tensor too (``holder.last = loss; return loss``): the
     # path to it in the returned value, whose tensor is stored, one object at both as eager's
     returned: Path | None = None
+    argument: int | None = None
 
 
 def path_in(value: Any, t: Tensor, path: Path = ()) -> Path | None:

@@ -268,8 +268,8 @@ def test_a_compiled_modules_hook_never_leaves_a_shape_only_weight() -> None:
     m = _model("weight_norm")
     cm = planner.compile(m)
     x = rt.randn(5, 4)
-    with pytest.warns(RuntimeWarning, match=r"assigns Linear\.weight a tensor it computes and "
-                                            "returns tensors that require grad"):
+    with pytest.warns(RuntimeWarning, match=r"assigns Linear\.weight a tensor and returns "
+                                            "tensors that require grad"):
         cm(x).sum().backward()
     assert type(m.weight.detach().numpy()) is np.ndarray and m.weight.grad_fn is not None
 
@@ -288,3 +288,36 @@ def test_a_compiled_modules_hook_never_leaves_a_shape_only_weight() -> None:
                                        / np.linalg.norm(v, axis=1, keepdims=True), rtol=1e-5)
             assert not m.weight.requires_grad and m.weight.grad_fn is None
     assert cm.forward.captures == 1
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_an_argument_the_step_keeps_is_the_calls_argument_after_each_replay(
+        set_to_none: bool) -> None:
+    """``holder.x = x``: eager mode leaves each call's argument there. The capture found it
+    unchanged after a warm-up's eager run of the same call (a step creating its .grads),
+    and a replay left the first call's argument there for good; now each replay stores its
+    own. Where no warm-up comes first (.grads zeroed in place), the capture's change is seen."""
+    holder = _Holder()
+    holder.x = None
+    lin = rt.nn.Linear(3, 2)
+    opt = rt.optim.SGD(lin.parameters(), lr=0.1)
+    if not set_to_none:
+        lin(rt.ones(1, 3)).sum().backward()
+
+    @planner.compile
+    def step(x: Any) -> Any:
+        opt.zero_grad(set_to_none=set_to_none)
+        holder.x = x
+        lin.last_input = x
+        loss = lin(x).sum()
+        loss.backward()
+        opt.step()
+        return loss
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for k in range(4):
+            x = rt.full((2, 3), float(k))
+            step(x)
+            assert holder.x is x and lin.last_input is x
+    assert step.captures == 1
