@@ -1449,7 +1449,7 @@ class Watch:
         # the plain attributes and buffers of the modules among those values and their
         # submodules, as they were (``_module_paths``): a library's forward pre-hook assigns
         # ``setattr(module, name, ...)`` by a name no path of the step's code shows
-        self.module_state = [(m, dict(m.__dict__), dict(m._buffers))
+        self.module_state = [(m, dict(m.__dict__), dict(m.__dict__.get("_buffers", {})))
                              for m in _modules_in(value for value, _ in self.before.values())]
         self.settled: list[Path] = []  # what the capture changed (``settle``)
         self.counted: list[tuple[Path, list[Any]]] = []  # of those, the increments
@@ -1506,7 +1506,8 @@ class Watch:
         known = {(id(owner), path.steps[-1][1]) for path in self.before
                  if path.steps and path.steps[-1][0] and (owner := path.owner()) is not None}
         for module, attrs, buffers in self.module_state:
-            for now_items, before in ((module.__dict__, attrs), (module._buffers, buffers)):
+            for now_items, before in ((module.__dict__, attrs),
+                                      (module.__dict__.get("_buffers", {}), buffers)):
                 for name, now in list(now_items.items()):
                     if (id(module), name) in known or before.get(name, MISSING) is now or \
                             not isinstance(now, Tensor) or type(now._data) is not MetaArray:
