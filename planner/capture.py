@@ -901,8 +901,15 @@ class Tracer:
         template = self._template(result)
         if self.aot is not None:  # the returned value, and the gradients (planner.aot.split)
             template = ("tuple", [template, ("tuple", self.aot.grads)])
-        stored = stored or []
-        computed = [t for _, t, argument in stored if argument is None]
+        # the stored tensors with the live object each is, if any (the plan outputs the others)
+        held = [(path, t, argument, None if argument is not None else
+                 live.get(id(t)) or live.get(("data", id(t._data))))
+                for path, t, argument in stored or []]
+        computed = [t for _, t, argument, mark in held if argument is None and mark is None]
+        for path, t, argument, mark in held:
+            if argument is None and mark is None and t._data.view_of is not None:
+                raise GraphBreak(f"the step assigns {path} a view of another tensor, which a "
+                                 "replayed plan would store as a tensor of its own")
         if stored:  # the returned value, and the tensors to store (planner.compile._Replayer)
             if self.aot is not None:
                 raise GraphBreak(f"the step assigns {stored[0][0]} a tensor and returns tensors "
@@ -928,8 +935,9 @@ class Tracer:
         # each computed stored tensor's autograd flags, as a returned one's: marks by position
         marks = iter(_marks_by_position(computed, self.device_of, self.input_of))
         found.stored = tuple(StoredTensor(path, argument=argument) if argument is not None
+                             else StoredTensor(path, live=mark) if mark is not None
                              else StoredTensor(path, next(marks), path_in(result, t))
-                             for path, t, argument in stored)
+                             for path, t, argument, mark in held)
         return found
 
     def _live(self, returned: set[int]) -> dict[Any, ReturnedState]:
@@ -1272,10 +1280,10 @@ def stored_tensors(watch: guards.Watch, tracer: Tracer,
     so the plan returns each computed one and the replay stores it there, or the call's
     argument (planner.compile._Replayer); the value it replaces is guarded by type only, as
     the step never reads it. Where the step does read it first (state carried from call to
-    call, ``self.h = f(self.h, x)``), where the tensor is a view (eager mode's shares its
-    base's memory) or the path is a module's buffer (its identity is guarded as the
-    module's): GraphBreak, naming why. Any other value the step leaves at a path it reads is
-    planner.compile's to judge (``_changed_by_capture``). A path of ``eager_writes`` that
+    call, ``self.h = f(self.h, x)``) or the path is a module's buffer (its identity is
+    guarded as the module's): GraphBreak, naming why (``Tracer.finish`` too, where the
+    tensor is a view: eager mode's shares its base's memory). Any other value the step
+    leaves at a path it reads is planner.compile's to judge (``_changed_by_capture``). A path of ``eager_writes`` that
     holds the argument this capture met there (an eager run of the call just before stored
     it: the warm-up of a step that creates its .grads) is the argument's too."""
     found = []
@@ -1290,19 +1298,28 @@ def stored_tensors(watch: guards.Watch, tracer: Tracer,
         computed = type(now._data) is MetaArray
         if not computed and argument is None:
             continue
-        if id(old) in tracer.outside_read:
+        if _read_through(old, tracer):
             raise GraphBreak(f"the step reads {path} before it assigns it a tensor it computes "
                              "(state carried from call to call), which a replayed plan would "
                              "read from the tensor it was captured with")
-        if computed and now._data.view_of is not None:
-            raise GraphBreak(f"the step assigns {path} a view of another tensor, which a "
-                             "replayed plan would store as a tensor of its own")
         owner = path.owner()
         if isinstance(owner, Module) and path.steps[-1][1] in owner._buffers:
             raise GraphBreak(f"the step assigns the buffer {path} a tensor it computes, which "
                              "a replayed plan would not register (copy_ into it instead)")
         found.append((path, now, argument))
     return found
+
+
+def _read_through(old: Any, tracer: Tracer) -> bool:
+    """Whether the step read the tensor ``old`` as the object it is (a slot of the plan bound
+    to it), not as a .grad, an optimizer's state or an argument, which a plan finds anew at
+    each call (``holder.g = w.grad`` after a ``zero_grad(set_to_none=False)`` read it)."""
+    if id(old) not in tracer.outside_read or id(old) in tracer.input_of:
+        return False
+    if any(owner._grad is old for owner, _ in tracer.grad_shadow.values()):
+        return False
+    return not any(value is old for _, snapshot in tracer.optimizers.values()
+                   for state in snapshot.values() for value in state.values())
 
 
 def _marks_by_position(tensors: list[Tensor], device_of: Any, input_of: dict[int, int]

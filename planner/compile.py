@@ -1612,7 +1612,6 @@ class _Replayer:
         if self.stored:
             work.append("result, stored = _stage_stored(_stored, result, args, arrays, state, "
                         "writes)")
-            stores.append("_store_all(stored)")
         for v, (slot, _) in zip(values, self.plan.writes, strict=True):
             stage, store, target = self.writers[slot]
             if stage is None:
@@ -1628,6 +1627,8 @@ class _Replayer:
             else:  # staged straight (no sources to check against)
                 work.append(f"s{v} = {name('stage', stage)}({v}, args, None)")
                 stores.append(f"s{v}[0](s{v}[1], s{v}[2])")
+        if self.stored:  # after the others: a live object stored is one they make
+            stores.append("_store_all(stored)")
         held = [*stores] if not self.hold_run else [*work, *stores]
         if len(held) == 1 and held[0].startswith("_set_grad("):
             # one .grad assigned: a single C call (the slot's setter), which a signal lands
@@ -1864,10 +1865,12 @@ def _stage_stored(stored: tuple[returned_graphs.StoredTensor, ...], filled: Any,
                   writes: list[tuple[int, Any]]) -> tuple[Any, list[_Staged]]:
     """The step's own returned value rebuilt (its autograd flags not yet attached), and the
     stores of the tensors it leaves at paths (the plan returns those it computed after that
-    value: planner.capture.Tracer.finish): an argument itself; the returned tensor itself
-    where the step returns it too; else a new tensor, its array copied where it is an input's, a state's or a
-    write's (``_fresh``), with its autograd flags as eager mode's (``returned_graphs.attach``).
-    One array at two paths is one tensor at both, as the step's one tensor is."""
+    value: planner.capture.Tracer.finish): an argument itself; a tensor living outside the
+    step (a .grad) itself, once the stores before it are made; the returned tensor itself
+    where the step returns it too; else a new tensor, its array copied where it is an
+    input's, a state's or a write's (``_fresh``), with its autograd flags as eager mode's
+    (``returned_graphs.attach``). One array at two paths is one tensor at both, as the
+    step's one tensor is."""
     _, (user, (_, items)) = filled
     result = _rebuild(user)
     sources = {id(a) for a in arrays if a is not None}
@@ -1880,6 +1883,9 @@ def _stage_stored(stored: tuple[returned_graphs.StoredTensor, ...], filled: Any,
         if entry.argument is not None:  # the call's own argument, as the step stores it
             staged.append(_store_at(entry.path, args[entry.argument]))
             continue
+        if entry.live is not None:  # found once the other stores made it (a .grad assigned)
+            staged.append((_store_live, (entry, args), None))
+            continue
         kind, body = next(outputs)
         t = made.get(id(body))
         if t is None:
@@ -1890,6 +1896,15 @@ def _stage_stored(stored: tuple[returned_graphs.StoredTensor, ...], filled: Any,
             made[id(body)] = t
         staged.append(_store_at(entry.path, t))
     return result, staged
+
+
+def _store_live(where: tuple[returned_graphs.StoredTensor, tuple[Any, ...]], _: Any) -> None:
+    """Store the live object a stored tensor is (``StoredTensor.live``) as it is now."""
+    entry, args = where
+    value = returned_graphs.attach(None, {(): entry.live}, args)
+    if value is not None:
+        store, target, value = _store_at(entry.path, value)
+        store(target, value)
 
 
 def _store_at(path: guards.Path, value: Tensor) -> _Staged:

@@ -159,6 +159,10 @@ class StoredTensor:
     # path to it in the returned value, whose tensor is stored, one object at both as eager's
     returned: Path | None = None
     argument: int | None = None
+    # the tensor is one living outside the step when it ends (``holder.g = w.grad``, an
+    # optimizer's state): that object, as a returned one's (``ReturnedState.live``), stored
+    # after the write-back that makes it
+    live: ReturnedState | None = None
 
 
 def path_in(value: Any, t: Tensor, path: Path = ()) -> Path | None:

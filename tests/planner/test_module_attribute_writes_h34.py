@@ -321,3 +321,64 @@ def test_an_argument_the_step_keeps_is_the_calls_argument_after_each_replay(
             step(x)
             assert holder.x is x and lin.last_input is x
     assert step.captures == 1
+
+
+@pytest.mark.parametrize("set_to_none", [True, False])
+def test_a_grad_or_optimizer_state_kept_at_a_path_is_that_live_object(set_to_none: bool) -> None:
+    """``holder.g = w.grad``, ``holder.m = opt.state[w]["momentum_buffer"]``: eager mode
+    leaves those very objects there (a later in-place zero_grad shows in them); a replay
+    stores them once its write-back has made them, not copies."""
+    def run(compiled: bool) -> list[Any]:
+        holder = _Holder()
+        holder.g = holder.m = None
+        rt.manual_seed(0)
+        lin = rt.nn.Linear(3, 2)
+        opt = rt.optim.SGD(lin.parameters(), lr=0.1, momentum=0.9)
+        lin(rt.ones(1, 3)).sum().backward()
+        opt.step()
+
+        def step(x: Any) -> Any:
+            opt.zero_grad(set_to_none=set_to_none)
+            loss = lin(x).pow(2).sum()
+            loss.backward()
+            holder.g = lin.weight.grad
+            opt.step()
+            holder.m = opt.state[lin.weight]["momentum_buffer"]
+            return loss
+
+        fn = planner.compile(step) if compiled else step
+        seen = []
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for k in range(3):
+                fn(rt.full((2, 3), float(k)))
+                assert holder.g is lin.weight.grad
+                assert holder.m is opt.state[lin.weight]["momentum_buffer"]
+                seen.append((holder.g.numpy().copy(), holder.m.numpy().copy()))
+        opt.zero_grad(set_to_none=False)
+        assert not holder.g.numpy().any()
+        assert not compiled or fn.captures == 1
+        return seen
+
+    for (g, m), (cg, cm) in zip(run(False), run(True), strict=True):
+        np.testing.assert_allclose(cg, g, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(cm, m, rtol=1e-5, atol=1e-6)
+
+
+def test_a_view_kept_at_a_path_runs_eagerly_saying_why() -> None:
+    """Eager mode's view shares its base's memory, which a tensor stored by a replay would
+    not: the step runs eagerly, as eager mode, naming the path."""
+    holder = _Holder()
+    holder.row = None
+    w = rt.nn.Parameter(rt.ones(2, 3))
+
+    @planner.compile
+    def step(x: Any) -> Any:
+        w.grad = None
+        y = x * w
+        holder.row = y[0]
+        y.sum().backward()
+
+    with pytest.warns(RuntimeWarning, match=r"assigns holder\.row a view of another tensor"):
+        step(rt.full((2, 3), 2.0))
+    np.testing.assert_array_equal(holder.row.detach().numpy(), np.full(3, 2.0, np.float32))
