@@ -127,8 +127,9 @@ class Capture:
     outside: list[Tensor] = field(default_factory=list)
     # the namedtuples among the returned values (planner.tree.namedtuple_skeleton)
     namedtuples: Any = None
-    # the tensors the step computes and leaves at paths it reads (a forward pre-hook's
-    # ``module.weight = g * v / ||v||``): outputs of the plan, stored there after each replay
+    # the tensors the step leaves at paths it reads or writes (a forward pre-hook's
+    # ``module.weight = g * v / ||v||``, ``self.last_input = x``, ``holder.g = w.grad``):
+    # stored there after each replay, those it computed outputs of the plan (stored_tensors)
     stored: tuple[StoredTensor, ...] = ()
 
     def take_back_hooks(self) -> None:
@@ -1283,9 +1284,11 @@ def stored_tensors(watch: guards.Watch, tracer: Tracer,
     call, ``self.h = f(self.h, x)``) or the path is a module's buffer (its identity is
     guarded as the module's): GraphBreak, naming why (``Tracer.finish`` too, where the
     tensor is a view: eager mode's shares its base's memory). Any other value the step
-    leaves at a path it reads is planner.compile's to judge (``_changed_by_capture``). A path of ``eager_writes`` that
-    holds the argument this capture met there (an eager run of the call just before stored
-    it: the warm-up of a step that creates its .grads) is the argument's too."""
+    leaves at a path it reads is planner.compile's to judge (``_changed_by_capture``). A
+    path of ``eager_writes`` that holds the argument this capture met there (an eager run of
+    the call just before stored it: the warm-up of a step that creates its .grads) is the
+    argument's too. Which of these tensors are live objects (a .grad) ``Tracer.finish``
+    finds."""
     found = []
     left = watch.tensors_left()
     for path in eager_writes - {path for path, _, _ in left}:

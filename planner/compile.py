@@ -149,8 +149,8 @@ class Binding:
     namedtuples: Any = None
     tensor_args: tuple[int, ...] = ()
     sharing: tuple[int, ...] = ()
-    # the tensors the step computes and leaves at paths (Capture.stored), which the plan
-    # returns after the step's own value: stored there after each replay
+    # the tensors the step leaves at paths (Capture.stored), stored there after each replay
+    # (those it computed the plan returns after the step's own value)
     stored: tuple[returned_graphs.StoredTensor, ...] = ()
 
     def __post_init__(self) -> None:
@@ -1568,7 +1568,7 @@ class _Replayer:
         self.after = [call for when, call in binding.effects if when == "after"]
         # the returned tensors given requires_grad and a grad_fn, as eager mode's (by path)
         self.marks = dict(binding.returned_graphs)
-        self.stored = binding.stored  # the tensors stored at paths (returned after the result)
+        self.stored = binding.stored  # the tensors stored at paths (_stage_stored)
         # a native run may store parameter updates into their arrays as it goes
         # (planner.native: its commits): SIGINT is then held from the run on, not only
         # across the stores, so that an interrupted call still writes all or nothing
@@ -1604,7 +1604,8 @@ class _Replayer:
         # where the run itself stores into state (``hold_run``), all of it with SIGINT held
         work = [f"result, writes = _run(arrays, {{{reads}}}, _generators, True)"]
         if self.stored:  # the stored tensors' stage checks their arrays against the state's
-            work = [f"state = {{{reads}}}", "result, writes = _run(arrays, state, _generators, True)"]
+            work = [f"state = {{{reads}}}",
+                    "result, writes = _run(arrays, state, _generators, True)"]
         values = [f"v{k}" for k in range(len(self.plan.writes))]
         if values:
             work.append(f"({', '.join(f'(_, {v})' for v in values)},) = writes")
