@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import warnings
@@ -382,3 +383,44 @@ def test_a_view_kept_at_a_path_runs_eagerly_saying_why() -> None:
     with pytest.warns(RuntimeWarning, match=r"assigns holder\.row a view of another tensor"):
         step(rt.full((2, 3), 2.0))
     np.testing.assert_array_equal(holder.row.detach().numpy(), np.full(3, 2.0, np.float32))
+
+
+class _Interrupting:
+    """Its stores raise Ctrl-C's SIGINT once ``armed``, as a signal landing among them."""
+
+    armed = False
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        object.__setattr__(self, name, value)
+        if type(self).armed:
+            type(self).armed = False
+            signal.raise_signal(signal.SIGINT)
+
+
+def test_the_stores_are_made_together_under_ctrl_c() -> None:
+    """A SIGINT landing in the store of one stored tensor is raised once every store of the
+    call is made: the tensors after it, and the parameters, are all of the call."""
+    first, second = _Interrupting(), _Holder()
+    first.a = second.b = None
+    lin = rt.nn.Linear(3, 2)
+    opt = rt.optim.SGD(lin.parameters(), lr=0.1)
+    x = rt.ones(2, 3)
+
+    @planner.compile
+    def step(x: Any) -> Any:
+        opt.zero_grad()
+        lin(x).pow(2).sum().backward()
+        opt.step()
+        first.a = lin.weight * 2.0
+        second.b = lin.weight * 3.0
+
+    for _ in range(3):
+        step(x)
+    before = lin.weight.detach().numpy().copy()
+    _Interrupting.armed = True
+    with pytest.raises(KeyboardInterrupt):
+        step(x)
+    w = lin.weight.detach().numpy()
+    assert not np.array_equal(w, before) and step.captures == 1
+    np.testing.assert_allclose(first.a.detach().numpy(), w * 2.0, rtol=1e-6)
+    np.testing.assert_allclose(second.b.detach().numpy(), w * 3.0, rtol=1e-6)
