@@ -14,6 +14,7 @@ from runtime.autograd import no_grad
 from runtime.nn.module import Module
 from runtime.nn.utils import parametrize
 from runtime.ops import functional as F
+from runtime.ops.dispatch import named
 from runtime.ops.reductions import vector_norm
 from runtime.ops.tensor_ops import tril
 from runtime.ops.vectors import normalize
@@ -31,8 +32,11 @@ def norm_except_dim(v: Tensor, pow: float = 2, dim: int = 0) -> Tensor:  # noqa:
 
 
 def _weight_norm(v: Tensor, g: Tensor, dim: int = 0) -> Tensor:
-    """PyTorch's ``torch._weight_norm``: ``v`` scaled to the norm ``g`` (along ``dim``)."""
-    return F.mul(v, F.div(g, norm_except_dim(v, 2, dim)))
+    """PyTorch's ``torch._weight_norm``: ``v`` scaled to the norm ``g`` (along ``dim``). Its
+    node is WeightNormInterfaceBackward0 where PyTorch runs its fused kernel (``dim`` the first
+    or the last dimension), else its composite's MulBackward0."""
+    out = F.mul(v, F.div(g, norm_except_dim(v, 2, dim)))
+    return named(out, "WeightNormInterfaceBackward0") if dim in (0, v.ndim - 1) else out
 
 
 class _WeightNorm(Module):
