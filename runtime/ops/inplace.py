@@ -124,8 +124,25 @@ def check_no_overlap(out: Tensor, t: Tensor) -> None:
     a, b = out._data, t._data
     if not a.size or not b.size or not isinstance(a, np.ndarray) or not isinstance(b, np.ndarray):
         return
-    if a.flags.c_contiguous and b.flags.c_contiguous and np.may_share_memory(a, b):
+    if a.flags.c_contiguous and b.flags.c_contiguous and _may_overlap(a, b):
         raise RuntimeError(ERR_INPUT_OVERLAP)
+
+
+def _may_overlap(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether two arrays' memory ranges may meet: not where each is, or views, an array of
+    its own memory (numpy's ``base`` is the owner of a view's memory; one whose base is None
+    is its own), two owners apart; else numpy's bounds test (3,500 instructions behind its
+    dispatcher, against 600: an in-place add of a tensor took 6% more with it)."""
+    ra = a.base
+    if ra is None:
+        ra = a
+    rb = b.base
+    if rb is None:
+        rb = b
+    if ra is not rb and type(ra) is np.ndarray and type(rb) is np.ndarray \
+            and ra.base is None and rb.base is None:
+        return False
+    return bool(np.may_share_memory(a, b))
 
 
 def check_no_partial_overlap(out: Tensor, *inputs: Any) -> None:
@@ -140,7 +157,7 @@ def check_no_partial_overlap(out: Tensor, *inputs: Any) -> None:
         b = t._data if isinstance(t, Tensor) else None
         # numpy's bounds test first (their memory ranges meet), in C: the usual call, two
         # tensors apart, pays nothing more (copy_ took 48 us for 1000 floats, 10 without it)
-        if t is out or not isinstance(b, np.ndarray) or not np.may_share_memory(a, b) \
+        if t is out or not isinstance(b, np.ndarray) or not _may_overlap(a, b) \
                 or not _dense(a) or not _dense(b):
             continue
         same = (a.__array_interface__["data"][0] == b.__array_interface__["data"][0]
@@ -243,7 +260,10 @@ def apply_inplace(prim: Primitive, t: Tensor, *args: Any, **attrs: Any) -> Tenso
     if t._vc.inference and not is_inference_mode_enabled():
         raise RuntimeError(ERR_INFERENCE_INPLACE)
     if prim.elementwise:  # TensorIterator's assert_no_partial_overlap of t with each input
-        check_no_partial_overlap(t, *args)
+        for a in args:
+            if isinstance(a, Tensor):
+                check_no_partial_overlap(t, *args)
+                break
     region = _overlap_region(prim, t, args, attrs) if overlaps_internally(t._data) else None
     needs_graph = grad_on and prim.differentiable and (
         t._rg or any(isinstance(a, Tensor) and a._rg for a in args))
