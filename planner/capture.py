@@ -27,7 +27,6 @@ from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.autograd.node import Node
 from runtime.creation import Generator, cpu_default_generator, thread_default_generator
 from runtime.ops.dispatch import INT_INPUT_BOUND, stale_weak_view
-from runtime.nn.module import Module
 from runtime.nn.module import _changed as structure_changed
 from runtime.ops.registry import Primitive
 from runtime.tensor import Tensor
@@ -61,6 +60,11 @@ class Slot:
     # the flag itself before reading the tensor (not guarded: the flag it starts with is
     # not what the plan depends on)
     requires_grad: bool | None = False
+    # of a "tensor" slot: the path (a planner.guards.Path) where the step found the tensor
+    # and which it assigns a new one it computes (state carried from call to call,
+    # ``self.ema = self.ema * 0.9 + ...``): a replay reads the tensor found there now, guarded
+    # by its type, shape, dtype, device and requires_grad, not its identity (``stored_tensors``)
+    path: Any = None
 
     def describe(self) -> dict[str, Any]:
         return {"kind": self.kind, "shape": list(self.shape), "dtype": self.dtype.name,
@@ -933,6 +937,8 @@ class Tracer:
         if self.aot is None:  # a training step's returned loss: requires_grad as eager's
             found.returned_graphs = (returned_graphs(result, self.device_of, self.input_of)
                                      + returned_state(result, live))
+        self._check_carried_kept([mark for _, mark in found.returned_graphs]
+                                 + [mark for *_, mark in held])
         # each computed stored tensor's autograd flags, as a returned one's: marks by position
         marks = iter(_marks_by_position(computed, self.device_of, self.input_of))
         found.stored = tuple(StoredTensor(path, argument=argument) if argument is not None
@@ -940,6 +946,18 @@ class Tracer:
                              else StoredTensor(path, next(marks), path_in(result, t))
                              for path, t, argument, mark in held)
         return found
+
+    def _check_carried_kept(self, marks: list[Any]) -> None:
+        """GraphBreak where the step returns or keeps the tensor it found at a path it then
+        assigns a new one (``old = self.h; self.h = f(old); return old``), or a view of it:
+        a replay's would be the tensor it was captured with (``Slot.path``)."""
+        carried = {id(slot.ref): slot.path for slot in self.slots if slot.path is not None}
+        for mark in marks:
+            if isinstance(mark, ReturnedState) and mark.kind == "tensor" \
+                    and id(mark.ref) in carried:
+                raise GraphBreak(f"the step returns the tensor {carried[id(mark.ref)]} held "
+                                 "before it assigned it a new one (or a view of it), which a "
+                                 "replayed plan would give as the tensor it was captured with")
 
     def _live(self, returned: set[int]) -> dict[Any, ReturnedState]:
         """The tensors living outside the step when it ends, by id (what a returned one is):
@@ -1280,10 +1298,11 @@ def stored_tensors(watch: guards.Watch, tracer: Tracer,
     every forward, a step's ``self.last_input = x``. A replay runs none of the step's Python,
     so the plan returns each computed one and the replay stores it there, or the call's
     argument (planner.compile._Replayer); the value it replaces is guarded by type only, as
-    the step never reads it. Where the step does read it first (state carried from call to
-    call, ``self.h = f(self.h, x)``) or the path is a module's buffer (its identity is
-    guarded as the module's): GraphBreak, naming why (``Tracer.finish`` too, where the
-    tensor is a view: eager mode's shares its base's memory). Any other value the step
+    the step never reads it (a module's buffer too: planner.compile._module_params). Where
+    the step does read it first (state carried from call to call, ``self.h = f(self.h,
+    x)``), the slot reading it reads the tensor at the path at each replay (``_carry``, which
+    says when it cannot); where the tensor is a view (eager mode's shares its base's
+    memory), GraphBreak (``Tracer.finish``). Any other value the step
     leaves at a path it reads is planner.compile's to judge (``_changed_by_capture``). A
     path of ``eager_writes`` that holds the argument this capture met there (an eager run of
     the call just before stored it: the warm-up of a step that creates its .grads) is the
@@ -1302,15 +1321,46 @@ def stored_tensors(watch: guards.Watch, tracer: Tracer,
         if not computed and argument is None:
             continue
         if _read_through(old, tracer):
-            raise GraphBreak(f"the step reads {path} before it assigns it a tensor it computes "
-                             "(state carried from call to call), which a replayed plan would "
-                             "read from the tensor it was captured with")
-        owner = path.owner()
-        if isinstance(owner, Module) and path.steps[-1][1] in owner._buffers:
-            raise GraphBreak(f"the step assigns the buffer {path} a tensor it computes, which "
-                             "a replayed plan would not register (copy_ into it instead)")
+            _carry(path, old, now, watch, tracer)
         found.append((path, now, argument))
     return found
+
+
+def _carry(path: guards.Path, old: Tensor, now: Tensor, watch: guards.Watch,
+           tracer: Tracer) -> None:
+    """The step read the tensor ``old`` at ``path`` and assigns ``now`` there (state carried
+    from call to call: ``self.ema = self.ema * 0.9 + ...``, a truncated-BPTT hidden state
+    ``holder.h = cell(x, holder.h).detach()``): the slot that reads ``old`` reads the tensor
+    found at ``path`` at each replay (``Slot.path``), which stores ``now`` there after it.
+    Where the plan could not stand for what eager mode does, GraphBreak, naming why: either
+    requires grad (a backward through the carried tensor reaches the graph of the call
+    before, which a plan does not keep), the step writes ``old`` in place (a replay would
+    write the tensor it was captured with), or reads it through another path too (the
+    tensor found there is not the one at ``path`` after a call), or ``now`` is not computed
+    (an argument: a replay's next read would be the argument itself)."""
+    if old._rg or now._rg:
+        raise GraphBreak(f"the step reads {path} before it assigns it a tensor it computes, "
+                         "and one of them requires grad (state carried from call to call "
+                         "with its autograd graph: a backward through it reaches the graph of "
+                         "the call before, which a replayed plan does not keep); detach() "
+                         "the new value to carry its value only")
+    if type(now._data) is not MetaArray:
+        raise GraphBreak(f"the step reads {path} before it assigns it one of its tensor "
+                         "arguments, which a replayed plan would read from the tensor it was "
+                         "captured with")
+    cell, index, _ = tracer.cells[id(old._data)]
+    slot = tracer.slots[index]
+    if cell.node != tracer.source[index]:
+        raise GraphBreak(f"the step writes {path} in place, then assigns it a new tensor, "
+                         "which a replayed plan would write into the tensor it was captured "
+                         "with")
+    others = [str(p) for p, (value, _) in watch.before.items() if value is old and p != path]
+    if slot.kind != "tensor" or slot.ref is not old or others or slot.path is not None:
+        where = others[0] if others else "another path"
+        raise GraphBreak(f"the step reads the tensor at {path} through {where} too, then "
+                         f"assigns {path} a new one, which a replayed plan would read from "
+                         "one place only")
+    slot.path = path
 
 
 def _read_through(old: Any, tracer: Tracer) -> bool:

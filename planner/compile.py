@@ -44,7 +44,8 @@ from runtime._threads import intra_op
 from runtime.autograd.anomaly import is_anomaly_enabled
 from runtime.autograd.grad_mode import is_grad_enabled
 from runtime.autograd.node import leaf_hooks_version, saved_tensors_hooks_state
-from runtime.nn.module import Module, global_hook_ids, structure_version
+from runtime.nn.module import (Module, _global_buffer_registration_hooks, global_hook_ids,
+                               structure_version)
 from runtime.optim.optimizer import has_step_hooks
 from runtime.ops.dispatch import INT_INPUT_BOUND
 from runtime.ops.registry import without_generated_code
@@ -104,6 +105,9 @@ class Binding:
     # (id(module), name) of module settings the step increments itself (``self.n += 1``):
     # added to after each replay (an effect), so not guarded by value (_counters)
     counters: frozenset[tuple[int, str]] = frozenset()
+    # (id(module), name) of the buffers the step assigns a tensor it computes (Capture.stored):
+    # a replay stores a new one there, so not guarded by identity (``_module_params``)
+    stored_buffers: frozenset[tuple[int, str]] = frozenset()
     # the slots failed_guard checks, in slot order, each with its kind decided once: a tensor
     # (shape, dtype, requires_grad) or an in-place .grad (shape and dtype)
     guarded: list[tuple[bool, Slot]] = field(init=False, repr=False)
@@ -188,7 +192,10 @@ class Binding:
                 return why
         for is_tensor, slot in self.guarded:
             if is_tensor:
-                t = slot.ref
+                t = slot.ref if slot.path is None else guards.found_at(slot.path)
+                if not isinstance(t, Tensor) or t.device != slot.ref.device:
+                    return (f"{slot.path} is no tensor on {slot.ref.device} (the step carries "
+                            "a tensor there from call to call)")
                 if tuple(t.shape) != slot.shape or t.dtype is not slot.dtype:
                     return f"{slot.desc} changed to {list(t.shape)} {t.dtype.name}"
                 if slot.requires_grad is not None and t._rg != slot.requires_grad:
@@ -217,7 +224,7 @@ class Binding:
                 return f"{cls.__name__}.forward is another function"
         version = structure_version()
         for module, params in self.modules if version != self.module_version else ():
-            now = _module_params(module, None, self.counters)
+            now = _module_params(module, None, self.counters, self.stored_buffers)
             if now[0] != params[0]:
                 return f"the parameters or buffers of {type(module).__name__} were replaced"
             if now[1] != params[1]:
@@ -252,16 +259,21 @@ def _leaf_hooks(t: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 
 def _module_params(module: Any, found: dict[int, tuple[Any, bool]] | None = None,
-                   counters: frozenset[tuple[int, str]] = frozenset()) -> tuple[Any, ...]:
-    """What a captured module's forward was traced with: its parameters, train/eval modes
+                   counters: frozenset[tuple[int, str]] = frozenset(),
+                   stored: frozenset[tuple[int, str]] = frozenset()) -> tuple[Any, ...]:
+    """What a captured module's forward was traced with: its parameters and buffers (not
+    those ``stored``, which a replay assigns anew: only their names), train/eval modes
     (those in ``found`` as found there: Capture.found_modes), forward and backward hooks (a
     backward hook registered after the capture was skipped by the plan, silently) and
     settings (``_settings``), and forwards bound to a module itself (``m.forward = f``,
     which its calls run instead of its class's)."""
     modules = list(module.modules())
     found = found or {}
-    return (tuple((name, id(p)) for name, p in (*module.named_parameters(),
-                                                 *module.named_buffers())),
+    buffers = ((f"{prefix}.{name}" if prefix else name,
+                None if (id(m), name) in stored else id(b))
+               for prefix, m in module.named_modules() for name, b in m._buffers.items()
+               if b is not None)
+    return (tuple((name, id(p)) for name, p in module.named_parameters()) + tuple(buffers),
             tuple(found.get(id(m), (m, m.training))[1] for m in modules),
             (global_hook_ids(), *((*m._forward_pre_hooks, -1, *m._forward_hooks, -2,
                                    *m._backward_pre_hooks, -3, *m._backward_hooks)
@@ -1225,12 +1237,14 @@ class CompiledStep:
         self.captures += 1
         found = cap.found_modes  # modes a train()/eval() after a forward changed: as found
         counters = _counters(increments)
+        buffers = _stored_buffers(cap.stored)
         called = {id(m) for m in cap.modules}
         roots = frozenset(guards.memory_root(t._data) for t in cap.outside)
         tensor_args = tuple(i for i, a in enumerate(args) if isinstance(a, Tensor))
         modules = cap.modules + [m for m in cap.watch.escaped_modules() if id(m) not in called]
         return Binding(plan, cap.slots, cap.generators,
-                       [(m, _module_params(m, found, counters)) for m in _outermost(modules)],
+                       [(m, _module_params(m, found, counters, buffers))
+                        for m in _outermost(modules)],
                        [(o, _optimizer_key(o, cap.assigned_settings.get(id(o), ()),
                                            cap.replayed_settings.get(id(o), set())))
                         for o in cap.optimizers], cap.grad_none,
@@ -1246,7 +1260,7 @@ class CompiledStep:
                        outside_roots=roots, tensor_args=tensor_args,
                        namedtuples=cap.namedtuples,
                        sharing=guards.shared_memory(args, tensor_args, roots),
-                       counters=counters, pending=pending,
+                       counters=counters, stored_buffers=buffers, pending=pending,
                        aot=None if aot_plans is None else aot_plans[1],
                        scalar_inputs=frozenset(i for i in scalars if not isinstance(args[i], str)),
                        returned_graphs=cap.returned_graphs,
@@ -1447,6 +1461,17 @@ def _loads_attribute(code: Any, name: str) -> bool:
                if isinstance(c, types.CodeType))
 
 
+def _stored_buffers(stored: tuple[returned_graphs.StoredTensor, ...]
+                    ) -> frozenset[tuple[int, str]]:
+    """(id(module), name) of the module buffers among the paths the step stores tensors at."""
+    found = set()
+    for entry in stored:
+        owner = entry.path.owner()
+        if isinstance(owner, Module) and entry.path.steps[-1][1] in owner._buffers:
+            found.add((id(owner), entry.path.steps[-1][1]))
+    return frozenset(found)
+
+
 def _counters(increments: list[tuple[Any, list[Any]]]) -> frozenset[tuple[int, str]]:
     """(id(module), name) of the module attributes among the paths the step increments."""
     found = set()
@@ -1598,7 +1623,8 @@ class _Replayer:
 
         slots = self.binding.slots
         reads = ", ".join(  # a tensor's array read in place, other slots through their reader
-            f"{slot}: {name('t', slots[slot].ref)}._data" if slots[slot].kind == "tensor"
+            f"{slot}: {name('t', slots[slot].ref)}._data"
+            if slots[slot].kind == "tensor" and slots[slot].path is None
             else f"{slot}: {name('read', read)}(args)" for slot, read in self.reads)
         # the run, then each value staged (what can fail), then the stores with SIGINT held;
         # where the run itself stores into state (``hold_run``), all of it with SIGINT held
@@ -1781,6 +1807,9 @@ _set_grad = Tensor._grad.__set__  # type: ignore[attr-defined]  # (owner, value)
 
 def _reader(slot: Slot) -> Callable[[tuple[Any, ...]], Any]:
     """_read_slot for one slot, its kind decided now."""
+    if slot.kind == "tensor" and slot.path is not None:  # carried: the tensor there now
+        path = slot.path
+        return lambda args: path.follow()[0]._data
     if slot.kind == "tensor":
         t = slot.ref
         return lambda args: t._data
@@ -1916,9 +1945,13 @@ def _store_at(path: guards.Path, value: Tensor) -> _Staged:
     later call check them all again."""
     owner = path.owner()
     name = path.steps[-1][1] if path.steps else None
-    if isinstance(owner, Module) and type(owner).__setattr__ is Module.__setattr__ \
-            and name in owner.__dict__:
-        return _put, (owner.__dict__, name), value
+    if isinstance(owner, Module) and type(owner).__setattr__ is Module.__setattr__:
+        if name in owner.__dict__:
+            return _put, (owner.__dict__, name), value
+        if name in owner._buffers and not _global_buffer_registration_hooks:
+            # a buffer stays one, persistent or not as it was (what register_buffer does
+            # for the tensor assigned it, its registration hooks aside: with one, it runs)
+            return _put, (owner._buffers, name), value
     return _assign, path, value
 
 
@@ -1956,7 +1989,7 @@ def _owner(slot: Slot, args: tuple[Any, ...]) -> Any:
 
 def _read_slot(slot: Slot, args: tuple[Any, ...]) -> Any:
     if slot.kind == "tensor":
-        return slot.ref._data
+        return _reader(slot)(args)
     if slot.kind == "grad":
         return _owner(slot, args)._grad._data
     if slot.kind == "hyper":

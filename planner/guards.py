@@ -143,6 +143,11 @@ def build(binding: Any) -> Callable[[tuple[Any, ...]], bool]:
     for is_tensor, slot in binding.guarded:
         if is_tensor:
             t = src.name(slot.ref)
+            if slot.path is not None:  # state carried by its path: the tensor there now
+                src.lines.append(f"    t = {src.name(found_at)}({src.name(slot.path)})")
+                src.fail_if(f"not _isinstance(t, _tensor) or t.device != "
+                            f"{src.name(slot.ref.device)}")
+                t = "t"
             # the array's shape: Tensor.shape makes an rt.Size at every read
             flag = ("" if slot.requires_grad is None  # set by the step before it reads it
                     else f" or {t}._rg != {_bool(slot.requires_grad)}")
@@ -1728,6 +1733,12 @@ def _follow_or_missing(path: Path) -> Any:
         return path.follow()[0]
     except _Unsafe:
         return MISSING
+
+
+def found_at(path: Path) -> Any:
+    """The value at ``path`` now (MISSING: none, or a step there is not followed): a carried
+    tensor slot's (planner.capture.Slot.path), read and guarded at each call."""
+    return _follow_or_missing(path)
 
 
 def append_items(path: Path, items: list[Any]) -> None:
