@@ -1350,6 +1350,15 @@ def _carry(path: guards.Path, old: Tensor, now: Tensor, watch: guards.Watch,
                          "captured with")
     cell, index, _ = tracer.cells[id(old._data)]
     slot = tracer.slots[index]
+    root = guards.memory_root(old._data)
+    if not old._data.flags.c_contiguous or any(
+            guards.memory_root(array) == root for array in
+            [*(s.ref._data for s in tracer.slots if s.kind == "tensor" and s.ref is not old),
+             *(t._data for t in tracer.sharing_inputs), *(a for _, _, a in tracer.arguments)]):
+        raise GraphBreak(f"the step reads {path} before it assigns it a tensor it computes, and "
+                         "the tensor there is not contiguous or shares memory with another "
+                         "the step reads, which a plan reading the tensor found there at each "
+                         "call does not follow")
     if cell.node != tracer.source[index]:
         raise GraphBreak(f"the step writes {path} in place, then assigns it a new tensor, "
                          "which a replayed plan would write into the tensor it was captured "

@@ -140,6 +140,7 @@ class Binding:
     # hooks changed since (runtime.autograd.node.leaf_hooks_version)
     leaf_hooks: list[tuple[Tensor, Any]] = field(init=False, repr=False)
     hooks_version: int = field(init=False, repr=False)
+    other_roots: frozenset[int] = field(init=False, repr=False)  # (__post_init__)
     # the forward of each class of the user's among the captured modules, as it was (a class
     # whose forward is rebound, ``Net.forward = other``, changes no module: checked per call)
     forwards: tuple[tuple[type, Any], ...] = field(init=False, repr=False)
@@ -165,6 +166,11 @@ class Binding:
                            if slot.kind == "tensor" and slot.ref._rg
                            and slot.ref._grad_fn is None]
         self.hooks_version = leaf_hooks_version()
+        # the memory of the tensors from outside the step but those it carries by path
+        # (Slot.path): a carried tensor found sharing it is read apart (guards.carried_misfit)
+        self.other_roots = self.outside_roots - {
+            guards.memory_root(slot.ref._data) for slot in self.slots
+            if slot.kind == "tensor" and slot.path is not None}
         classes = {type(sub) for m, _ in self.modules for sub in m.modules()}
         self.forwards = tuple((cls, cls.forward) for cls in classes
                               if guards.users_function(cls.forward))
@@ -193,9 +199,11 @@ class Binding:
         for is_tensor, slot in self.guarded:
             if is_tensor:
                 t = slot.ref if slot.path is None else guards.found_at(slot.path)
-                if not isinstance(t, Tensor) or t.device != slot.ref.device:
-                    return (f"{slot.path} is no tensor on {slot.ref.device} (the step carries "
-                            "a tensor there from call to call)")
+                misfit = None if slot.path is None else guards.carried_misfit(
+                    t, slot.ref.device, self.other_roots)
+                if misfit is not None:
+                    return (f"{slot.path} {misfit} (the step carries a tensor there from call "
+                            "to call)")
                 if tuple(t.shape) != slot.shape or t.dtype is not slot.dtype:
                     return f"{slot.desc} changed to {list(t.shape)} {t.dtype.name}"
                 if slot.requires_grad is not None and t._rg != slot.requires_grad:

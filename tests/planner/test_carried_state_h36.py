@@ -187,6 +187,46 @@ def test_the_tensor_at_the_path_now_is_read_and_a_new_one_is_stored() -> None:
     assert fn.captures == 2 and m.ema.dtype is rt.float64
 
 
+@pytest.mark.parametrize("put", ["a parameter's detach()", "a transposed tensor"])
+def test_a_carried_tensor_put_there_sharing_memory_or_out_of_order_is_not_replayed(
+        put: str) -> None:
+    """The tensor found at the path is read as the plan's state only where it is contiguous
+    and shares no memory with another tensor the step reads or writes: the user's
+    ``holder.h = lin.weight.detach()`` shows the step's own update of the weight when read after
+    ``opt.step()`` in eager mode, which a plan reading its state when it runs would not."""
+    def run(compiled: bool) -> tuple[list[np.ndarray], list[str]]:
+        rt.manual_seed(0)
+        lin = rt.nn.Linear(3, 3)
+        opt = rt.optim.SGD(lin.parameters(), lr=0.1)
+        holder = _Holder()
+        holder.h = rt.zeros(3, 3)
+
+        def step(x: Any) -> Any:
+            opt.zero_grad()
+            lin(x).pow(2).sum().backward()
+            opt.step()
+            holder.h = holder.h * 0.5 + lin.bias.detach()
+            return holder.h.sum()
+
+        fn = planner.compile(step) if compiled else step
+        x = rt.randn(2, 3)
+        out = []
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            for i in range(5):
+                if i == 3:
+                    holder.h = lin.weight.detach() if put.endswith("detach()") else \
+                        rt.arange(9.0).reshape(3, 3).t()
+                out.append(fn(x).numpy().copy())
+        return out, [str(w.message) for w in caught if str(w.message).startswith("planner")]
+
+    want, _ = run(False)
+    got, warned = run(True)
+    assert len(warned) == 1 and "not contiguous or shares memory" in warned[0]
+    for a, b in zip(want, got, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-5)
+
+
 def test_a_carried_tensor_that_requires_grad_runs_eagerly_saying_why() -> None:
     """Not detached, the carried hidden state's graph reaches the call before: eager mode's
     second call raises "backward through the graph a second time", and so does the
