@@ -943,7 +943,8 @@ class Tracer:
         marks = iter(_marks_by_position(computed, self.device_of, self.input_of))
         found.stored = tuple(StoredTensor(path, argument=argument) if argument is not None
                              else StoredTensor(path, live=mark) if mark is not None
-                             else StoredTensor(path, next(marks), path_in(result, t))
+                             else StoredTensor(path, next(marks), path_in(result, t),
+                                               version=t._version)
                              for path, t, argument, mark in held)
         return found
 

@@ -1931,6 +1931,8 @@ def _stage_stored(stored: tuple[returned_graphs.StoredTensor, ...], filled: Any,
                 else _rebuild((kind, _fresh(body, sources) if kind == "array" else body))
             if entry.mark is not None:
                 t = returned_graphs.attach(t, {(): entry.mark}, args)
+            if entry.version:  # written in place after the step made it
+                t._vc.v = entry.version
             made[id(body)] = t
         staged.append(_store_at(entry.path, t))
     return result, staged

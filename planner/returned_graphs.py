@@ -163,6 +163,9 @@ class StoredTensor:
     # optimizer's state): that object, as a returned one's (``ReturnedState.live``), stored
     # after the write-back that makes it
     live: ReturnedState | None = None
+    # the version the computed tensor has when the step ends (its in-place writes after it
+    # made it: ``self.ema = self.ema * 0.9; self.ema.add_(m)`` leaves version 1), as eager's
+    version: int = 0
 
 
 def path_in(value: Any, t: Tensor, path: Path = ()) -> Path | None:

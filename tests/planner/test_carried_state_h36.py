@@ -25,7 +25,7 @@ import planner
 import runtime as rt
 
 ROOT = Path(__file__).resolve().parents[2]
-KINDS = ("ema_buffer", "counter", "bptt", "buffer_unread")
+KINDS = ("ema_buffer", "ema_add_", "counter", "bptt", "buffer_unread")
 
 
 class _Holder:
@@ -41,6 +41,16 @@ class _Ema(rt.nn.Module):
     def forward(self, x: Any) -> Any:
         y = self.lin(x)
         self.ema = self.ema * 0.9 + y.detach().mean(0) * 0.1  # read, then reassigned
+        return y
+
+
+class _EmaInPlace(_Ema):
+    """The new average made, then written in place: eager mode leaves it at version 1."""
+
+    def forward(self, x: Any) -> Any:
+        y = self.lin(x)
+        self.ema = self.ema * 0.9
+        self.ema.add_(y.detach().mean(0) * 0.1)
         return y
 
 
@@ -87,9 +97,11 @@ def _setup(kind: str) -> tuple[Any, Any, Any, Any]:
 
         carried = lambda: holder.h  # noqa: E731
     else:
-        m = {"ema_buffer": _Ema, "counter": _Counter, "buffer_unread": _LastMean}[kind]()
+        m = {"ema_buffer": _Ema, "ema_add_": _EmaInPlace, "counter": _Counter,
+             "buffer_unread": _LastMean}[kind]()
         opt = rt.optim.SGD(m.parameters(), lr=0.1)
-        name = {"ema_buffer": "ema", "counter": "count", "buffer_unread": "last_mean"}[kind]
+        name = {"ema_buffer": "ema", "ema_add_": "ema", "counter": "count",
+                "buffer_unread": "last_mean"}[kind]
 
         def step(x: Any) -> Any:
             opt.zero_grad()
@@ -151,7 +163,8 @@ def test_carried_state_replays_as_eager(kind: str) -> None:
     compiled, step, warned = _train(kind, compiled=True)
     assert warned == []
     assert step.captures == 1
-    assert eager[-1]["flags"] == (False, True, None, 0)  # a new leaf, requiring no grad
+    # a new leaf, requiring no grad, at version 0 (1: written in place once made)
+    assert eager[-1]["flags"] == (False, True, None, int(kind == "ema_add_"))
     _assert_same(eager, compiled, exact=False)
 
 
