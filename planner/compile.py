@@ -1296,6 +1296,9 @@ class CompiledStep:
         increments = [(path, deltas) for path, deltas in watch.counted
                       if not _read_by_its_module(path, self.fn)]
         counted = {path for path, _ in increments} | set(watch.appended_paths()) | set(stored)
+        # a dict changed only by the tensors stored at its items (``state["h"] = h``)
+        counted |= {path for path, items in watch.computed_items.items()
+                    if items and set(items) <= counted}
         others = [path for path in changed if path not in counted]
         if not others or not build:
             return increments

@@ -1460,6 +1460,9 @@ class Watch:
         self.counted: list[tuple[Path, list[Any]]] = []  # of those, the increments
         self.appended: list[tuple[Path, list[Any]]] = []  # and the lists only appended to
         self.stored_unread: Path | None = None  # where the step kept an Unread (``settle``)
+        # the paths of the dict items the capture left holding a tensor it computed, of each
+        # dict it found at a path and left there (``settle``: ``state["h"] = h.detach()``)
+        self.computed_items: dict[Path, tuple[Path, ...]] = {}
 
     def settle(self) -> None:
         """After the capture: note what it changed, and which of those are increments, then
@@ -1467,6 +1470,11 @@ class Watch:
         changes, each once)."""
         self._module_paths()
         self.settled = self.changed()
+        self.computed_items = {
+            path: tuple(path.then(False, k) for k, v in now.items()
+                        if isinstance(v, Tensor) and type(v._data) is MetaArray)
+            for path in self.settled if type(now := _follow_or_missing(path)) is dict
+            and now is self.before[path][0]}
         # a string argument's stand-in kept by the step (``names.append(name)``, ``self.tag =
         # tag``): the plan would put it, not the string, there (planner.capture reads it)
         self.stored_unread = next((p for p in self.settled if _stores_unread(p)), None)

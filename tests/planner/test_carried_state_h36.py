@@ -25,7 +25,7 @@ import planner
 import runtime as rt
 
 ROOT = Path(__file__).resolve().parents[2]
-KINDS = ("ema_buffer", "ema_add_", "counter", "bptt", "buffer_unread")
+KINDS = ("ema_buffer", "ema_add_", "counter", "bptt", "lstm_dict", "buffer_unread")
 
 
 class _Holder:
@@ -96,6 +96,22 @@ def _setup(kind: str) -> tuple[Any, Any, Any, Any]:
             return loss
 
         carried = lambda: holder.h  # noqa: E731
+    elif kind == "lstm_dict":  # two tensors carried in a dict's items
+        m = rt.nn.LSTMCell(4, 3)
+        state = {"h": rt.zeros(5, 3), "c": rt.zeros(5, 3)}
+        opt = rt.optim.SGD(m.parameters(), lr=0.1)
+
+        def step(x: Any) -> Any:
+            opt.zero_grad()
+            h, c = m(x, (state["h"], state["c"]))
+            loss = h.pow(2).sum()
+            loss.backward()
+            opt.step()
+            state["h"] = h.detach()
+            state["c"] = c.detach()
+            return loss
+
+        carried = lambda: state["c"]  # noqa: E731
     else:
         m = {"ema_buffer": _Ema, "ema_add_": _EmaInPlace, "counter": _Counter,
              "buffer_unread": _LastMean}[kind]()
