@@ -277,7 +277,12 @@ def _path_guard(src: _Source, guard: Guard) -> None:
     """Guard.failed for one guard, written out: the path followed as it was at capture (each
     object it goes through of the type it had), and the value found compared."""
     _follow(src, guard.path, guard.types)
-    if not guard.exact:
+    if not guard.exact and isinstance(guard.value, Tensor):  # assigned anew (a stored tensor)
+        shape, dtype, device = tensor_meta(guard.value)
+        src.fail_if(f"_type(o) is not {src.name(type(guard.value))} or o._data.shape != "
+                    f"{src.name(shape)} or o.dtype is not {src.name(dtype)} or o.device != "
+                    f"{src.name(device)}", indent=2)
+    elif not guard.exact:
         src.fail_if(f"_type(o) is not {src.name(type(guard.value))}", indent=2)
     elif guard.identity:
         src.fail_if(f"o is not {src.name(guard.value)}", indent=2)
@@ -1383,12 +1388,19 @@ def _hashable(key: Any) -> bool:
 # --- guarding them --------------------------------------------------------------------------
 
 
+def tensor_meta(t: Tensor) -> tuple[tuple[int, ...], Any, str]:
+    """What a step can read of a tensor without its values: shape, dtype, device."""
+    return tuple(t._data.shape), t.dtype, t.device
+
+
 @dataclass(frozen=True)
 class Guard:
     """A value the step read at ``path`` when captured, and the type of each object the path
     went through (a path through another kind of object is another path). ``exact``: the
     value itself is guarded; else only its type (a counter the step increments: what a replay
-    adds to, as the step would)."""
+    adds to, as the step would), and of a tensor (one the step assigns anew: a replay stores
+    the plan's there) its shape, dtype and device too, which the step may have read
+    (``rt.ones(holder.h.shape)``)."""
 
     path: Path
     value: Any
@@ -1420,6 +1432,11 @@ class Guard:
             if type(now) is not type(self.value):
                 return (f"the Python value {self.path} is a {type(now).__name__} (it was a "
                         f"{type(self.value).__name__}, which the step adds to)")
+            if isinstance(now, Tensor) and tensor_meta(now) != tensor_meta(self.value):
+                shape, dtype, device = tensor_meta(now)
+                return (f"the tensor {self.path} is {list(shape)} {dtype.name} on {device} (the "
+                        "step assigns it a new one, and its shape, dtype and device are "
+                        "guarded as the step may read them)")
             return None
         if now is MISSING:
             kind = f"a {self._kind()}" if identity else repr(self.value)

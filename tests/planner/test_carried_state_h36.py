@@ -256,6 +256,27 @@ def test_a_carried_tensor_put_there_sharing_memory_or_out_of_order_is_not_replay
         np.testing.assert_allclose(a, b, rtol=1e-5)
 
 
+def test_a_tensor_assigned_anew_has_its_shape_guarded_as_the_step_may_read_it() -> None:
+    """``holder.h = rt.ones(holder.h.shape) * s``: the step reads the old tensor's shape only
+    (no state of the plan), which the plan bakes in: another shape put there is captured
+    again, as eager mode makes the new tensor of that shape."""
+    holder = _Holder()
+    holder.h = rt.zeros(3)
+    w = rt.nn.Parameter(rt.ones(3))
+
+    @planner.compile
+    def step(x: Any) -> None:
+        holder.h = rt.ones(holder.h.shape) * (x * w).sum().detach()
+        (x * w).sum().backward()
+
+    for i in range(4):
+        if i == 2:
+            holder.h = rt.zeros(2, 2)
+        step(rt.ones(3))
+        assert holder.h.shape == ((3,) if i < 2 else (2, 2))
+    assert step.captures == 2
+
+
 def test_a_carried_tensor_that_requires_grad_runs_eagerly_saying_why() -> None:
     """Not detached, the carried hidden state's graph reaches the call before: eager mode's
     second call raises "backward through the graph a second time", and so does the
