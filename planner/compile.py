@@ -141,6 +141,7 @@ class Binding:
     leaf_hooks: list[tuple[Tensor, Any]] = field(init=False, repr=False)
     hooks_version: int = field(init=False, repr=False)
     other_roots: frozenset[int] = field(init=False, repr=False)  # (__post_init__)
+    written_args: tuple[int, ...] = field(init=False, repr=False)
     # the forward of each class of the user's among the captured modules, as it was (a class
     # whose forward is rebound, ``Net.forward = other``, changes no module: checked per call)
     forwards: tuple[tuple[type, Any], ...] = field(init=False, repr=False)
@@ -168,9 +169,13 @@ class Binding:
         self.hooks_version = leaf_hooks_version()
         # the memory of the tensors from outside the step but those it carries by path
         # (Slot.path): a carried tensor found sharing it is read apart (guards.carried_misfit)
-        self.other_roots = self.outside_roots - {
-            guards.memory_root(slot.ref._data) for slot in self.slots
-            if slot.kind == "tensor" and slot.path is not None}
+        carried = {guards.memory_root(slot.ref._data) for slot in self.slots
+                   if slot.kind == "tensor" and slot.path is not None}
+        self.other_roots = self.outside_roots - carried
+        # and the positions of the arguments the plan writes in place, where it carries any
+        written = {slot for slot, _ in self.plan.writes} if carried else set()
+        self.written_args = tuple(slot.ref for i, slot in enumerate(self.slots)
+                                  if slot.kind == "input" and i in written)
         classes = {type(sub) for m, _ in self.modules for sub in m.modules()}
         self.forwards = tuple((cls, cls.forward) for cls in classes
                               if guards.users_function(cls.forward))
@@ -200,7 +205,7 @@ class Binding:
             if is_tensor:
                 t = slot.ref if slot.path is None else guards.found_at(slot.path)
                 misfit = None if slot.path is None else guards.carried_misfit(
-                    t, slot.ref.device, self.other_roots)
+                    t, slot.ref.device, self.other_roots, args, self.written_args)
                 if misfit is not None:
                     return (f"{slot.path} {misfit} (the step carries a tensor there from call "
                             "to call)")

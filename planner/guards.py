@@ -146,7 +146,7 @@ def build(binding: Any) -> Callable[[tuple[Any, ...]], bool]:
             if slot.path is not None:  # state carried by its path: the tensor there now
                 src.lines.append(f"    t = {src.name(found_at)}({src.name(slot.path)})")
                 src.fail_if(f"{src.name(carried_misfit)}(t, {src.name(slot.ref.device)}, "
-                            f"{b}.other_roots) is not None")
+                            f"{b}.other_roots, args, {b}.written_args) is not None")
                 t = "t"
             # the array's shape: Tensor.shape makes an rt.Size at every read
             flag = ("" if slot.requires_grad is None  # set by the step before it reads it
@@ -1760,18 +1760,22 @@ def _follow_or_missing(path: Path) -> Any:
         return MISSING
 
 
-def carried_misfit(t: Any, device: str, roots: frozenset[int]) -> str | None:
+def carried_misfit(t: Any, device: str, roots: frozenset[int], args: tuple[Any, ...] = (),
+                   written: tuple[int, ...] = ()) -> str | None:
     """Why ``t``, found at a carried tensor slot's path, is not what its plan reads (None:
     it is; its shape, dtype and requires_grad are guarded as any tensor slot's): no tensor,
     on another device, out of C order (a plan bakes in the layouts it read), or sharing the
-    memory (``roots``) of another tensor the plan reads or writes."""
+    memory (``roots``) of another tensor the plan reads or writes, or of an argument the
+    step writes in place (positions ``written``: eager mode's later reads of ``t`` see the
+    write, a plan's read of its state does not)."""
     if not isinstance(t, Tensor):
         return "is no tensor"
     if t.device != device:
         return f"is on {t.device} (it was on {device})"
     if not t._data.flags.c_contiguous:
         return "is not contiguous"
-    if memory_root(t._data) in roots:
+    root = memory_root(t._data)
+    if root in roots or any(memory_root(args[i]._data) == root for i in written):
         return "shares memory with another tensor the step reads or writes"
     return None
 

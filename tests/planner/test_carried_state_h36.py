@@ -256,6 +256,34 @@ def test_a_carried_tensor_put_there_sharing_memory_or_out_of_order_is_not_replay
         np.testing.assert_allclose(a, b, rtol=1e-5)
 
 
+def test_a_carried_tensor_passed_as_the_argument_the_step_writes_in_place() -> None:
+    """``step(holder.h)`` where the step runs ``x.mul_(2)`` before reading ``holder.h``:
+    eager mode reads the doubled values through the carried tensor, which a plan reading it
+    as state apart from the argument would not: captured again, the same as eager."""
+    def run(compiled: bool) -> list[np.ndarray]:
+        holder = _Holder()
+        holder.h = rt.zeros(3)
+        w = rt.nn.Parameter(rt.ones(3))
+
+        def step(x: Any) -> None:
+            x.mul_(2)
+            holder.h = holder.h * 0.5 + (x * w).detach()
+            (x * w).sum().backward()
+
+        fn = planner.compile(step) if compiled else step
+        out = []
+        for i in range(5):
+            fn(rt.ones(3) if i < 3 else holder.h)
+            out.append(holder.h.numpy().copy())
+        return out
+
+    want = run(False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = run(True)
+    np.testing.assert_allclose(np.array(got), np.array(want), rtol=1e-6)
+
+
 def test_a_tensor_assigned_anew_has_its_shape_guarded_as_the_step_may_read_it() -> None:
     """``holder.h = rt.ones(holder.h.shape) * s``: the step reads the old tensor's shape only
     (no state of the plan), which the plan bakes in: another shape put there is captured
