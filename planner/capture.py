@@ -1335,10 +1335,12 @@ def _carry(path: guards.Path, old: Tensor, now: Tensor, watch: guards.Watch,
     found at ``path`` at each replay (``Slot.path``), which stores ``now`` there after it.
     Where the plan could not stand for what eager mode does, GraphBreak, naming why: either
     requires grad (a backward through the carried tensor reaches the graph of the call
-    before, which a plan does not keep), the step writes ``old`` in place (a replay would
-    write the tensor it was captured with), or reads it through another path too (the
-    tensor found there is not the one at ``path`` after a call), or ``now`` is not computed
-    (an argument: a replay's next read would be the argument itself)."""
+    before, which a plan does not keep); ``now`` is not computed (an argument: a replay's
+    next read would be the argument itself); ``old`` is out of C order or shares memory
+    with another tensor the step reads (its guard, guards.carried_misfit, asks neither of
+    the tensor found there later); the step writes ``old`` in place (a replay would write
+    the tensor it was captured with), or reads it through another path too (the tensor
+    found there is not the one at ``path`` after a call)."""
     if old._rg or now._rg:
         raise GraphBreak(f"the step reads {path} before it assigns it a tensor it computes, "
                          "and one of them requires grad (state carried from call to call "
