@@ -1489,7 +1489,9 @@ class Watch:
         self.settled = self.changed()
         self.computed_items = {
             path: tuple(path.then(False, k) for k, v in now.items()
-                        if isinstance(v, Tensor) and type(v._data) is MetaArray)
+                        # (type(v): isinstance reads __class__, which a string argument's
+                        # stand-in kept there, guards.Unread, refuses with a GraphBreak)
+                        if issubclass(type(v), Tensor) and type(v._data) is MetaArray)
             for path in self.settled if type(now := _follow_or_missing(path)) is dict
             and now is self.before[path][0]}
         # a string argument's stand-in kept by the step (``names.append(name)``, ``self.tag =
