@@ -115,9 +115,10 @@ def resolve(op: Any) -> Any:
 
 
 def compare(want: Any, got: Any, path: str = "out", meta_only: bool = False,
-            exact: bool = False) -> str | None:
+            exact: bool = False, tol: float | None = None) -> str | None:
     """What differs between torch's result ``want`` and rt's ``got`` (None: nothing);
-    ``exact``: floats too must be equal, bit for bit up to a nan's payload."""
+    ``exact``: floats too must be equal, bit for bit up to a nan's payload; ``tol``: the
+    relative and absolute tolerance of floats (by default the dtype's)."""
     if isinstance(want, torch.Tensor):
         if not isinstance(got, rt.Tensor):
             return f"{path}: {type(got).__name__}, not a tensor"
@@ -137,8 +138,9 @@ def compare(want: Any, got: Any, path: str = "out", meta_only: bool = False,
                 return None
             diff = (mine.double() - theirs.double()).nan_to_num().abs().max()
             return f"{path}: values differ by {diff:.3g} ({int((~same).sum())} elements)"
-        tol = {torch.float64: 1e-5, torch.float16: 2e-3, torch.bfloat16: 2e-2}.get(want.dtype,
-                                                                                  1e-4)
+        if tol is None:
+            tol = {torch.float64: 1e-5, torch.float16: 2e-3,
+                   torch.bfloat16: 2e-2}.get(want.dtype, 1e-4)
         if torch.allclose(mine.double(), theirs.double(), rtol=tol, atol=tol, equal_nan=True):
             return None
         return f"{path}: values differ by {(mine.double() - theirs.double()).abs().max():.3g}"
@@ -146,7 +148,7 @@ def compare(want: Any, got: Any, path: str = "out", meta_only: bool = False,
         if not isinstance(got, (list, tuple)) or len(got) != len(want):
             return f"{path}: structure differs"
         for i, (w, g) in enumerate(zip(want, got)):
-            if (why := compare(w, g, f"{path}[{i}]", meta_only, exact)) is not None:
+            if (why := compare(w, g, f"{path}[{i}]", meta_only, exact, tol)) is not None:
                 return why
         return None
     if isinstance(want, (bool, int, float)) and not meta_only:
