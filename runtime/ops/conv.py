@@ -1329,19 +1329,23 @@ def _dim_size(x: Tensor, dim: int) -> int:
     return int(x.shape[dim])
 
 
-def _intervals(samples: np.ndarray, n_in: int, n_out: int, pool: int) -> np.ndarray:
-    """PyTorch's generate_intervals: each output's window start along one axis, from each
-    plane's sample in [0, 1), computed in the input's precision as there."""
-    seq = np.zeros((*samples.shape, n_out), dtype=np.int64)
+def _intervals(samples: Tensor, n_in: int, n_out: int, pool: int) -> Tensor:
+    """PyTorch's generate_intervals: each output's window start along one axis (a trailing
+    axis of ``n_out``), from each plane's sample in [0, 1), computed in the input's precision
+    as there; tensor ops, so a compiled step captures them with the samples it draws."""
+    from ..creation import arange
+
+    steps = arange(n_out, device=samples.device)
+    last = F.eq(steps, n_out - 1)
+    u = F.unsqueeze(samples, -1)
     if n_out > 1:
-        ftype = samples.dtype.type
-        alpha = ftype(n_in - pool) / ftype(n_out - 1)
-        steps = np.arange(n_out, dtype=samples.dtype)
-        seq = ((steps + samples[..., None]) * alpha).astype(np.int64) \
-            - (samples * alpha).astype(np.int64)[..., None]
-    if n_out > 0:
-        seq[..., -1] = n_in - pool
-    return seq
+        ftype = samples.dtype.np.type
+        alpha = float(ftype(n_in - pool) / ftype(n_out - 1))
+        seq = F.sub(F.cast(F.mul(F.add(F.cast(steps, samples.dtype), u), alpha), D.int64),
+                    F.cast(F.mul(u, alpha), D.int64))
+    else:
+        seq = F.cast(F.mul(u, 0), D.int64)
+    return F.where(last, n_in - pool, seq)
 
 
 def _check_fractional(input: Tensor, k: Sequence[int], size: Sequence[int],  # noqa: A002
@@ -1386,7 +1390,7 @@ def _fractional_max_pool(input: Tensor, kernel_size: Any, output_size: Any,  # n
     """PyTorch's ``F.fractional_max_pool{2,3}d``: the max of pseudo-random windows, whose
     starts come from ``_random_samples`` (one sample per plane and axis, drawn when not
     given); a gather of every window, then a max over it."""
-    from ..creation import rand, tensor
+    from ..creation import arange, rand, zeros
     from .tensor_ops import gather
 
     name = f"fractional_max_pool{dims}d"
@@ -1411,10 +1415,10 @@ def _fractional_max_pool(input: Tensor, kernel_size: Any, output_size: Any,  # n
     _check_fractional(input, k, size, samples, dims)
     x = input if input.ndim == dims + 2 else F.unsqueeze(input, 0)
     n, c, spatial = x.shape[0], x.shape[1], tuple(x.shape[2:])
-    picks = samples.detach().numpy()[:n]  # (n, c, dims)
+    picks = samples.detach()[:n]  # (n, c, dims)
     # the sample of each axis: W then H in 2-d, T, H, W in 3-d (PyTorch's order)
     order = (1, 0) if dims == 2 else (0, 1, 2)
-    index = np.zeros((n, c, *size, *k), dtype=np.int64)
+    index = zeros((n, c, *size, *k), dtype=D.int64, device=x.device)
     stride = 1
     for axis in reversed(range(dims)):
         starts = _intervals(picks[..., order[axis]], spatial[axis], size[axis], k[axis])
@@ -1422,17 +1426,16 @@ def _fractional_max_pool(input: Tensor, kernel_size: Any, output_size: Any,  # n
         shape[2 + axis] = size[axis]
         taps = [1] * (2 + 2 * dims)
         taps[2 + dims + axis] = k[axis]
-        pos = starts.reshape(shape) + np.arange(k[axis]).reshape(taps)
-        index = index + pos * stride
+        pos = F.add(F.reshape(starts, tuple(shape)),
+                    F.reshape(arange(k[axis], device=x.device), tuple(taps)))
+        index = F.add(index, F.mul(pos, stride))
         stride *= spatial[axis]
-    index = index.reshape(n, c, math.prod(size), math.prod(k))
-    flat_index = tensor(index.reshape(n, c, -1), device=x.device)
-    values = gather(F.reshape(x, (n, c, -1)), 2, flat_index)
+    index = F.reshape(index, (n, c, math.prod(size), math.prod(k)))
+    values = gather(F.reshape(x, (n, c, -1)), 2, F.reshape(index, (n, c, -1)))
     cols = F.reshape(values, (n, c, math.prod(size), math.prod(k)))
     arg = _window_argmax(cols.detach(), 3)  # the first maximum, or the last NaN
     out = F.reshape(gather(cols, 3, arg), (n, c, *size))
-    where = np.take_along_axis(index, arg.numpy(), -1)
-    indices = tensor(where.reshape(n, c, *size), device=x.device)
+    indices = F.reshape(gather(index, 3, arg), (n, c, *size))
     if input.ndim == dims + 1:
         out, indices = F.squeeze(out, 0), F.squeeze(indices, 0)
     return (out, indices) if return_indices else out

@@ -1,0 +1,97 @@
+"""rt.nn's modules against torch on PyTorch's ModuleInfo samples (tools/moduleinfo_diff.py):
+the tool runs and finds a planted difference, cheap modules agree sample for sample, and
+the differences its runs found, each compared with torch."""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+import runtime as rt
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("expecttest")  # torch.testing._internal's module_db needs it
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import moduleinfo_diff  # noqa: E402
+
+# modules whose samples (float64, a few each) run in well under a second together
+CHEAP = ["Linear", "BatchNorm1d", "LayerNorm", "Conv1d", "LazyConv1d", "MaxPool2d", "GELU",
+         "Embedding", "PReLU", "GRUCell", "CrossEntropyLoss", "FractionalMaxPool2d"]
+
+
+def _info(name: str) -> Any:
+    return next(i for i in moduleinfo_diff.module_db if i.module_cls.__name__ == name)
+
+
+def test_the_tool_runs_on_linear(capsys: pytest.CaptureFixture[str]) -> None:
+    totals = moduleinfo_diff.main(["Linear", "--dtypes", "float64", "--samples", "2"])
+    assert totals["same"] > 0 and totals["differ"] == 0
+    assert "Linear: ok" in capsys.readouterr().out
+
+
+def test_the_tool_finds_a_gradient_difference(monkeypatch: pytest.MonkeyPatch) -> None:
+    forward = rt.nn.Linear.forward
+
+    def wrong(self: Any, input: Any) -> Any:  # noqa: A002 (the sample passes input=)
+        return forward(self, input.detach()) + 0 * input.sum()  # the same values, no input grad
+
+    monkeypatch.setattr(rt.nn.Linear, "forward", wrong)
+    report = moduleinfo_diff.check_module(_info("Linear"), [torch.float64], False, 1,
+                                          np.random.default_rng(0))
+    assert report.differences and "grad input0" in report.differences[0]
+
+
+@pytest.mark.parametrize("name", CHEAP)
+def test_module_agrees_with_torch_on_its_samples(name: str) -> None:
+    report = moduleinfo_diff.check_module(_info(name), [torch.float64], False, 3,
+                                          np.random.default_rng(0))
+    assert report.counts["same"] > 0
+    assert not report.differences, report.differences[0]
+
+
+@pytest.mark.parametrize("dims", [2, 3])
+def test_fractional_max_pool_compiles_without_falling_back(dims: int) -> None:
+    """Its window starts were computed in numpy from the samples' values (.numpy(): the
+    whole step ran eagerly); now tensor ops, captured with the samples the step draws."""
+    import warnings
+
+    import planner
+
+    cls = getattr(rt.nn, f"FractionalMaxPool{dims}d")
+    pool = cls(2, output_ratio=0.5, return_indices=True)
+    x = rt.from_numpy(np.random.default_rng(0).standard_normal((2, 3) + (7,) * dims))
+
+    def step(x: Any) -> Any:
+        out, idx = pool(x)
+        return out, idx, rt.autograd.grad((out * out).sum(), [x])[0]
+
+    x.requires_grad_()
+    compiled = planner.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for seed in (1, 1, 2):
+            rt.manual_seed(seed)
+            want = step(x)
+            rt.manual_seed(seed)
+            got = compiled(x)
+            for w, g in zip(want, got):
+                np.testing.assert_array_equal(g.detach().numpy(), w.detach().numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_fractional_max_pool_windows_as_torchs(dtype: str) -> None:
+    """The window starts in the input's precision (float32's alpha rounds), as torch's."""
+    gen = np.random.default_rng(3)
+    x = torch.from_numpy(gen.standard_normal((2, 3, 11, 13))).to(getattr(torch, dtype))
+    samples = torch.from_numpy(gen.uniform(0, 1, (2, 3, 2))).to(x.dtype)
+    want, want_idx = torch.nn.functional.fractional_max_pool2d(
+        x, (3, 2), output_size=(5, 6), return_indices=True, _random_samples=samples)
+    got, got_idx = rt.nn.functional.fractional_max_pool2d(
+        rt.from_numpy(x.numpy()), (3, 2), output_size=(5, 6), return_indices=True,
+        _random_samples=rt.from_numpy(samples.numpy()))
+    np.testing.assert_array_equal(got_idx.numpy(), want_idx.numpy())
+    np.testing.assert_array_equal(got.numpy(), want.numpy())
