@@ -1007,8 +1007,16 @@ _CTC_WHERE = " (while checking arguments for ctc_loss_allocate_outputs)"
 _HUGE = 2 ** 62
 
 
+def _known_lengths(lengths: Any, device: Any) -> list[int]:
+    """Target lengths as Python ints: as given, or read from their tensor (a compiled
+    step then runs eagerly: the split of 1-D targets is shaped by their values)."""
+    if isinstance(lengths, Tensor):
+        return [int(v) for v in _ctc_lengths(lengths, device).tolist()]
+    return [lengths] if isinstance(lengths, int) else [int(v) for v in lengths]
+
+
 def _check_ctc(lp: Tensor, targets: Tensor, in_lens: Tensor, tgt_lens: Tensor,
-               blank: int) -> None:
+               blank: int, target_lengths: Any) -> None:
     """PyTorch's ctc_loss checks, in its order. The lengths' values are checked by the check
     primitive (a compiled step checks them too); where several targets are too long, the
     first one's length is named (PyTorch names the longest)."""
@@ -1024,7 +1032,7 @@ def _check_ctc(lp: Tensor, targets: Tensor, in_lens: Tensor, tgt_lens: Tensor,
                    "but got value {}" + _CTC_WHERE, "RuntimeError")
     targets_arg = "for argument #2 'targets'" + _CTC_WHERE
     if targets.ndim == 1:
-        total = int(sum(tgt_lens.tolist()))
+        total = sum(_known_lengths(target_lengths, lp.device))
         if targets.shape[0] != total:
             raise RuntimeError(f"Expected tensor to have size {total} at dimension 0, but got "
                                f"size {targets.shape[0]} {targets_arg}")
@@ -1041,18 +1049,20 @@ def _check_ctc(lp: Tensor, targets: Tensor, in_lens: Tensor, tgt_lens: Tensor,
                    f"{steps}, but got value {{}}" + _CTC_WHERE, "RuntimeError")
 
 
-def _ctc_labels(targets: Tensor, target_lengths: Tensor, blank: int) -> Tensor:
+def _ctc_labels(targets: Tensor, target_lengths: Tensor, given_lengths: Any,
+                blank: int) -> Tensor:
     """(N, 2 * S + 1): each target with a blank before, between and after its labels (the
-    rest blanks), from padded (N, S) targets (tensor ops) or their 1-D concatenation (which
-    reads the lengths to split it)."""
+    rest blanks), from padded (N, S) targets or their 1-D concatenation, split by a gather
+    at the lengths ``given_lengths`` (Python ints as given, or read from their tensor)."""
     from ..creation import arange, full, tensor
+    from .tensor_ops import gather
 
     if targets.ndim == 1:
-        t, lens = targets.numpy().astype(np.int64), target_lengths.tolist()
-        padded = np.full((len(lens), max(lens, default=0)), blank, np.int64)
-        for i, (end, length) in enumerate(zip(np.cumsum(lens), lens)):
-            padded[i, :length] = t[end - length:end]
-        targets = tensor(padded, device=targets.device)
+        lens = _known_lengths(given_lengths, targets.device)
+        starts = np.cumsum([0, *lens[:-1]], dtype=np.int64)[:, None]
+        where = np.minimum(starts + np.arange(max(lens, default=0)), len(targets) - 1)
+        targets = gather(F.expand(F.unsqueeze(targets, 0), len(lens), len(targets)), 1,
+                         tensor(np.maximum(where, 0), device=targets.device))
     n, width = targets.shape
     inside = F.lt(F.unsqueeze(arange(width, device=targets.device), 0),
                   F.unsqueeze(target_lengths, 1))
@@ -1094,8 +1104,8 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Any, target_leng
     steps, n = lp.shape[0], lp.shape[1]
     in_lens = _ctc_lengths(input_lengths, lp.device)
     tgt_lens = _ctc_lengths(target_lengths, lp.device)
-    _check_ctc(lp, targets, in_lens, tgt_lens, blank)
-    ext = _ctc_labels(targets, tgt_lens, blank)
+    _check_ctc(lp, targets, in_lens, tgt_lens, blank, target_lengths)
+    ext = _ctc_labels(targets, tgt_lens, target_lengths, blank)
     width = ext.shape[1]
     # s may also come from s - 2: a label unlike the one two before
     skip = F.cat([tensor(np.zeros((n, min(2, width)), bool), device=lp.device),

@@ -95,3 +95,43 @@ def test_fractional_max_pool_windows_as_torchs(dtype: str) -> None:
         _random_samples=rt.from_numpy(samples.numpy()))
     np.testing.assert_array_equal(got_idx.numpy(), want_idx.numpy())
     np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def _ctc_inputs(lib: Any) -> tuple[Any, Any]:
+    gen = np.random.default_rng(5)
+    logits = gen.standard_normal((12, 3, 6))
+    targets = gen.integers(1, 6, 4 + 2 + 5)
+    if lib is torch:
+        return torch.from_numpy(logits).requires_grad_(), torch.from_numpy(targets)
+    return rt.from_numpy(logits).requires_grad_(), rt.from_numpy(targets)
+
+
+def test_ctc_loss_of_1d_targets_with_int_lengths_compiles_without_falling_back() -> None:
+    """1-D targets were split by reading them and their lengths (.numpy(), .tolist(): the
+    whole step ran eagerly) though the lengths were Python ints; now a gather at the given
+    lengths, captured. Values and gradients as torch's."""
+    import warnings
+
+    import planner
+
+    lengths = ((12, 10, 11), (4, 2, 5))
+
+    def step(logits: Any, targets: Any) -> Any:
+        loss = rt.nn.CTCLoss()(logits.log_softmax(2), targets, *lengths)
+        return loss, rt.autograd.grad(loss, [logits])[0]
+
+    x, t = _ctc_inputs(torch)
+    want = torch.nn.CTCLoss()(x.log_softmax(2), t, *lengths)
+    want.backward()
+    rx, rtgt = _ctc_inputs(rt)
+    compiled = planner.compile(step)
+    eager = step(rx, rtgt)
+    np.testing.assert_allclose(eager[0].detach().numpy(), want.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(eager[1].numpy(), x.grad.numpy(), rtol=1e-9, atol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for _ in range(2):
+            got = compiled(rx, rtgt)
+            for w, g in zip(eager, got):  # fused kernels sum in another order: ulps
+                np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(),
+                                           rtol=1e-12, atol=1e-15)
