@@ -6,7 +6,8 @@ ModuleInfo says they differ) and sample (and each error sample), the module is b
 torch and in rt (``rt.nn.<same name>``, the constructor arguments carried over), every
 parameter and buffer is copied from torch's into rt's (its state_dict), and the forward is
 run on the same inputs. Compared: outputs (values within the dtype's tolerance, dtypes,
-shapes; which side raised, and the exception's type and message where both do), then the
+shapes; which side raised, and the exception's type and message where both do; the
+warnings either side gave), then the
 gradients of sum(outputs * fixed random weights) with respect to the inputs and the
 parameters, and the buffers after the forward (BatchNorm's running stats). A random
 module (its output changes with the seed) compares shapes and dtypes only.
@@ -211,6 +212,19 @@ def _compare_errors(want: BaseException | None, got: BaseException | None) -> st
     return None
 
 
+def _warned(caught: list[warnings.WarningMessage]) -> list[str]:
+    """The warnings' kinds and texts, less notes of torch's C++ backends (oneDNN's), which
+    say how torch computes, not what."""
+    return sorted({f"{w.category.__name__}: {w.message}" for w in caught
+                   if "(Triggered internally at" not in str(w.message)})
+
+
+def _compare_warnings(want: list[warnings.WarningMessage],
+                      got: list[warnings.WarningMessage]) -> str | None:
+    mine, theirs = _warned(got), _warned(want)
+    return None if mine == theirs else f"warnings: rt {mine}, torch {theirs}"
+
+
 def _compare(want: Any, got: Any, path: str, meta_only: bool, tol: float) -> str | None:
     """compare, where a None also has to be None on the other side."""
     if want is None or got is None:
@@ -248,26 +262,32 @@ def eager_sample(info: Any, dtype: torch.dtype, training: bool, sample: Any,
         return _compare_errors(_raised(lambda: build_torch(cls, sample, dtype, training)),
                                _raised(lambda: build_rt(cls, sample, dtype, training, None)))
     want = got = want_error = got_error = tm = state = None
-    try:
-        tm = build_torch(cls, sample, dtype, training)
-        state = _state(tm)
-        targs, tkw = _forward_args(sample)
-        torch.manual_seed(0)
-        want = tm(*targs, **tkw)
-    except Exception as e:  # noqa: BLE001 (any error: rt must raise the same)
-        want_error = e
+    with warnings.catch_warnings(record=True) as want_warned:
+        warnings.simplefilter("always")
+        try:
+            tm = build_torch(cls, sample, dtype, training)
+            state = _state(tm)
+            targs, tkw = _forward_args(sample)
+            torch.manual_seed(0)
+            want = tm(*targs, **tkw)
+        except Exception as e:  # noqa: BLE001 (any error: rt must raise the same)
+            want_error = e
     rargs, rkw = convert(list(sample.forward_input.args)), convert(dict(
         sample.forward_input.kwargs))
-    try:
-        rm = build_rt(cls, sample, dtype, training, state)
-        rt.manual_seed(0)
-        got = rm(*rargs, **rkw)
-    except Skip:
-        raise
-    except Exception as e:  # noqa: BLE001
-        got_error = e
+    with warnings.catch_warnings(record=True) as got_warned:
+        warnings.simplefilter("always")
+        try:
+            rm = build_rt(cls, sample, dtype, training, state)
+            rt.manual_seed(0)
+            got = rm(*rargs, **rkw)
+        except Skip:
+            raise
+        except Exception as e:  # noqa: BLE001
+            got_error = e
     if want_error is not None or got_error is not None:
         return _compare_errors(want_error, got_error)
+    if (why := _compare_warnings(want_warned, got_warned)) is not None:
+        return why
     random = _is_random(tm, sample, want)
     if (why := _compare(want, got, "out", random, VALUE_TOL[dtype])) is not None:
         return why
@@ -469,14 +489,15 @@ def main(argv: list[str] | None = None) -> collections.Counter[str]:
     parser.add_argument("--lines", type=int, default=3, help="differences printed per module")
     opts = parser.parse_args(argv)
     dtypes = [getattr(torch, d) for d in opts.dtypes.split(",")]
-    warnings.simplefilter("ignore")
     rng = np.random.default_rng(0)
     totals: collections.Counter[str] = collections.Counter()
     for info in module_db:
         name = info.module_cls.__name__
         if opts.modules and not name.startswith(tuple(opts.modules)):
             continue
-        report = check_module(info, dtypes, opts.compiled, opts.samples, rng)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            report = check_module(info, dtypes, opts.compiled, opts.samples, rng)
         totals.update(report.counts)
         totals["skipped"] += sum(report.skips.values())
         _print(name, report, opts.lines)

@@ -399,6 +399,22 @@ def _into(t: Tensor, dtype: Any) -> Tensor:
     return t if t.dtype is dtype else F.cast(t, dtype)
 
 
+def _warn_options_ignored(reduction: str, label_smoothing: float, target: Tensor,
+                          out_features: tuple[int, ...], bias: Tensor | None) -> None:
+    """PyTorch's warning where its chunked path cannot take the options given (its
+    softmax would run over every row of a K-dimensional weight)."""
+    if not (out_features or reduction not in ("mean", "sum", "none") or label_smoothing != 0.0
+            or target.dtype is not D.int64):
+        return
+    warnings.warn(
+        "linear_cross_entropy: ``options`` ignored; chunked path needs reduction in "
+        "{'mean','sum','none'}, label_smoothing == 0, target.dtype == int64, out_features =="
+        f" (). Got reduction={reduction!r}, label_smoothing={label_smoothing}, "
+        f"target.dtype=torch.{target.dtype.name}, out_features={out_features}, "
+        f"tracing=False, linear_bias.shape="
+        f"{tuple(bias.shape) if bias is not None else None}.", UserWarning, stacklevel=3)
+
+
 def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *,  # noqa: A002
                          linear_bias: Tensor | None = None, weight: Tensor | None = None,
                          reduction: str = "mean", ignore_index: int | None = None,
@@ -406,7 +422,8 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
     """PyTorch's ``F.linear_cross_entropy``: cross_entropy of ``input @ linear_weight.T``
     (+ bias), a (num_classes, *out_features, in_features) weight giving a K-dimensional
     loss. ``options`` picks PyTorch's chunked evaluation, a way to save memory with the same
-    values: taken, and the plain one runs."""
+    values: taken, and the plain one runs (with PyTorch's warning where its chunked one
+    would not run either)."""
     from .composite import linear
 
     if input.ndim < 1 or input.ndim > 2:
@@ -432,6 +449,8 @@ def linear_cross_entropy(input: Tensor, linear_weight: Tensor, target: Tensor, *
     if tuple(target.shape) == logits_shape and ignore_index is not None:
         raise RuntimeError("ignore_index cannot be specified when target contains "
                            "probabilities")
+    if options is not None:
+        _warn_options_ignored(reduction, label_smoothing, target, out_features, linear_bias)
     rows = math.prod(out_features) * classes
     w = F.reshape(linear_weight, (rows, in_features)) if out_features else linear_weight
     b = None if linear_bias is None else F.reshape(linear_bias, (rows,))

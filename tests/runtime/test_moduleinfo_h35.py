@@ -45,6 +45,21 @@ def test_the_tool_finds_a_gradient_difference(monkeypatch: pytest.MonkeyPatch) -
     assert report.differences and "grad input0" in report.differences[0]
 
 
+def test_the_tool_finds_a_warning_torch_does_not_give(monkeypatch: pytest.MonkeyPatch) -> None:
+    import warnings
+
+    forward = rt.nn.Linear.forward
+
+    def warns(self: Any, input: Any) -> Any:  # noqa: A002
+        warnings.warn("planted", UserWarning, stacklevel=2)
+        return forward(self, input)
+
+    monkeypatch.setattr(rt.nn.Linear, "forward", warns)
+    report = moduleinfo_diff.check_module(_info("Linear"), [torch.float64], False, 1,
+                                          np.random.default_rng(0))
+    assert report.differences and "UserWarning: planted" in report.differences[0]
+
+
 @pytest.mark.parametrize("name", CHEAP)
 def test_module_agrees_with_torch_on_its_samples(name: str) -> None:
     report = moduleinfo_diff.check_module(_info(name), [torch.float64], False, 3,
@@ -135,3 +150,33 @@ def test_ctc_loss_of_1d_targets_with_int_lengths_compiles_without_falling_back()
             for w, g in zip(eager, got):  # fused kernels sum in another order: ulps
                 np.testing.assert_allclose(g.detach().numpy(), w.detach().numpy(),
                                            rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("kw", [dict(label_smoothing=0.1), dict(reduction="none"),
+                                dict(out_features=(2,)), dict(target_dtype="int32")])
+def test_linear_cross_entropy_warns_as_torch_when_its_options_cannot_apply(
+        kw: dict[str, Any]) -> None:
+    """PyTorch warns that ``options`` are ignored where its chunked path cannot run (label
+    smoothing, a K-dimensional weight, another target dtype); rt was silent."""
+    import warnings
+
+    kw = dict(kw)
+    out_features, target_dtype = kw.pop("out_features", ()), kw.pop("target_dtype", "int64")
+    gen = np.random.default_rng(1)
+    x = gen.standard_normal((4, 5))
+    w = gen.standard_normal((3, *out_features, 5))
+    t = gen.integers(0, 3, (4, *out_features))
+    options = torch.nn.modules.loss.LinearCrossEntropyOptions()
+    said = []
+    for lib, make in ((torch, torch.from_numpy), (rt, rt.from_numpy)):
+        target = make(t).to(getattr(lib, target_dtype))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:  # an int32 target: torch's cross_entropy refuses it, after the warning
+                lib.nn.functional.linear_cross_entropy(make(x), make(w), target,
+                                                       options=options, **kw)
+                error = None
+            except RuntimeError as e:
+                error = str(e)
+        said.append(([(w.category, str(w.message)) for w in caught], error))
+    assert said[1] == said[0]
