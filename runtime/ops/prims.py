@@ -1899,7 +1899,15 @@ def _getitem_impl(xp: Any, x: Any, *idx: Any, key: Any) -> Any:
     # an all-integer key makes numpy return a scalar copy; a trailing Ellipsis keeps a 0-d view
     if isinstance(key, tuple) and all(isinstance(k, int) for k in key):
         key = (*key, Ellipsis)
-    return x[fill_key(key, idx) if idx else key]
+    if is_basic_key(key):
+        return x[key]
+    return _gathered(x[fill_key(key, idx)])
+
+
+def _gathered(out: Any) -> Any:
+    """An array-indexed result laid out row-major, as PyTorch's index kernel writes it
+    (numpy's x[:, i] has the indexed dim innermost: its .view(-1) would fail)."""
+    return out if out.flags.c_contiguous else out.copy(order="C")
 
 
 def _index_inputs(c: Any, first: int) -> list[Any]:
@@ -1933,7 +1941,7 @@ def _getitem_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastP
     if not out_meta[0]:
         return None  # a gather to 0-d gives a numpy scalar
     fill = _key_filler(key)
-    return lambda x, *idx: x[fill(idx)]
+    return lambda x, *idx: _gathered(x[fill(idx)])
 
 
 def is_basic_key(key: Any) -> bool:

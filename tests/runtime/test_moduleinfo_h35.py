@@ -180,3 +180,21 @@ def test_linear_cross_entropy_warns_as_torch_when_its_options_cannot_apply(
                 error = str(e)
         said.append(([(w.category, str(w.message)) for w in caught], error))
     assert said[1] == said[0]
+
+
+def _indexed(lib: Any, x: Any) -> list[Any]:
+    i = lib.tensor([0, 2, 1])
+    return [x[:, i], x[..., i], lib.index_select(x, 1, i), x.t()[:, i], x[i][:, i],
+            lib.nn.ReflectionPad1d(2)(x), lib.nn.ReplicationPad2d(1)(x[None]),
+            lib.nn.CircularPad1d(1)(x)]
+
+
+def test_array_indexed_results_are_row_major_as_torchs() -> None:
+    """numpy's x[:, i] keeps the indexed dim innermost: rt's index_select and reflect,
+    replicate and circular pads gave non-contiguous results whose .view(-1) failed; PyTorch
+    writes them row-major."""
+    x = np.arange(12.0).reshape(3, 4)
+    for want, got in zip(_indexed(torch, torch.from_numpy(x)), _indexed(rt, rt.from_numpy(x))):
+        strides = [[s for s, n in zip(t.stride(), t.shape) if n > 1] for t in (want, got)]
+        assert strides[1] == strides[0] and got.is_contiguous()  # a size-1 dim's: any
+        np.testing.assert_array_equal(got.view(-1).numpy(), want.view(-1).numpy())
