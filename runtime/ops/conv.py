@@ -431,10 +431,12 @@ def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Pair, padd
         rhs = F.reshape(F.permute(F.reshape(cols, (n, groups, k, length)), 1, 2, 0, 3),
                         (groups, k, n * length))
         out = F.matmul(F.reshape(weight, (groups, og, k)), rhs)
-    out = F.permute(F.reshape(out, (o, n, oh, ow)), 1, 0, 2, 3)
+    out = F.reshape(out, (o, n, oh, ow))
     if bias is not None:
-        out = F.add(out, F.reshape(bias, (1, o, 1, 1)))
-    return F.clone(out) if bias is None else out
+        out = F.add(out, F.reshape(bias, (o, 1, 1, 1)))
+    # a row-major copy, as PyTorch's output (the bias added after the permute kept its
+    # channel-major layout: conv(x).view(n, -1) raised)
+    return F.clone(F.permute(out, 1, 0, 2, 3))
 
 
 def _shown(t: Tensor) -> str:
@@ -575,9 +577,10 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
         y = _conv(planes, weight[:, :, tap], None, s[1:], hw, d[1:], groups, "conv3d")
         out = y if out is None else F.add(out, y)
     assert out is not None
-    out = F.permute(F.reshape(out, (n, d_out, *out.shape[1:])), 0, 2, 1, 3, 4)
+    out = F.reshape(out, (n, d_out, *out.shape[1:]))
     if bias is not None:
-        out = F.add(out, F.reshape(bias, (1, -1, 1, 1, 1)))
+        out = F.add(out, F.reshape(bias, (1, 1, -1, 1, 1)))
+    out = F.clone(F.permute(out, 0, 2, 1, 3, 4))  # row-major, as PyTorch's output
     return out if input.ndim == 5 else F.squeeze(out, 0)
 
 

@@ -198,3 +198,20 @@ def test_array_indexed_results_are_row_major_as_torchs() -> None:
         strides = [[s for s, n in zip(t.stride(), t.shape) if n > 1] for t in (want, got)]
         assert strides[1] == strides[0] and got.is_contiguous()  # a size-1 dim's: any
         np.testing.assert_array_equal(got.view(-1).numpy(), want.view(-1).numpy())
+
+
+@pytest.mark.parametrize("dims", [1, 2, 3])
+@pytest.mark.parametrize("bias", [True, False])
+def test_conv_output_is_row_major_so_view_flattens_it(dims: int, bias: bool) -> None:
+    """The classic flatten, conv(x).view(n, -1): rt's conv output kept the GEMM's
+    channel-major layout (the bias added after the permute; conv3d's a permuted view), so
+    view raised; PyTorch's is row-major. Values as torch's."""
+    x = np.random.default_rng(2).standard_normal((2, 3) + (5,) * dims)
+    tm = getattr(torch.nn, f"Conv{dims}d")(3, 4, 2, bias=bias).double()
+    rm = getattr(rt.nn, f"Conv{dims}d")(3, 4, 2, bias=bias).double()
+    rm.load_state_dict({k: rt.from_numpy(v.detach().numpy()) for k, v in
+                        tm.state_dict().items()})
+    want, got = tm(torch.from_numpy(x)), rm(rt.from_numpy(x))
+    assert got.stride() == want.stride()
+    np.testing.assert_allclose(got.view(2, -1).detach().numpy(),
+                               want.view(2, -1).detach().numpy(), rtol=1e-12)
