@@ -12,6 +12,8 @@ gradients of sum(outputs * fixed random weights) with respect to the inputs and 
 parameters, and the buffers after the forward (BatchNorm's running stats). A random
 module (its output changes with the seed) compares shapes and dtypes only.
 
+``--strides``: the outputs' strides too (a size-1 dim's aside).
+
 ``--compiled``: each sample's forward and backward is also run as a ``planner.compile``
 step (the capture, a replay, and a replay on new input values of the same shapes) against
 rt eager on the same inputs and seeds; a planner warning (a fallback) is reported apart.
@@ -239,6 +241,17 @@ def _compare(want: Any, got: Any, path: str, meta_only: bool, tol: float) -> str
     return compare(want, got, path, meta_only, tol=tol)
 
 
+def _compare_strides(want: Any, got: Any) -> str | None:
+    """The outputs' layouts (a size-1 dim's stride is free): a tensor laid out otherwise
+    than torch's is viewed otherwise (``view`` raises where torch's works)."""
+    for i, (w, g) in enumerate(zip(_tensors(want), _tensors(got))):
+        mine = [s for s, n in zip(g.stride(), g.shape) if n > 1]
+        theirs = [s for s, n in zip(w.stride(), w.shape) if n > 1]
+        if mine != theirs:
+            return f"out{i} strides {g.stride()}, torch's {w.stride()} (shape {tuple(w.shape)})"
+    return None
+
+
 def _grads(lib: Any, outs: list[Any], weights: list[Any], wrt: list[Any]) -> Any:
     loss = sum((o * w).sum() for o, w in zip(outs, weights))
     return lib.autograd.grad(loss, wrt, allow_unused=True)
@@ -255,7 +268,7 @@ def _raised(build: Callable[[], Any]) -> Exception | None:
 
 
 def eager_sample(info: Any, dtype: torch.dtype, training: bool, sample: Any,
-                 rng: np.random.Generator) -> str | None:
+                 rng: np.random.Generator, strides: bool = False) -> str | None:
     """What differs between torch's and rt's module on one sample (None: nothing)."""
     cls = info.module_cls
     if sample.forward_input is None:  # an error sample of the constructor
@@ -290,6 +303,8 @@ def eager_sample(info: Any, dtype: torch.dtype, training: bool, sample: Any,
         return why
     random = _is_random(tm, sample, want)
     if (why := _compare(want, got, "out", random, VALUE_TOL[dtype])) is not None:
+        return why
+    if strides and (why := _compare_strides(want, got)) is not None:
         return why
     tbuf, rbuf = dict(tm.named_buffers()), dict(rm.named_buffers())
     for name, buf in tbuf.items():
@@ -450,7 +465,7 @@ def _samples(info: Any, dtype: torch.dtype, training: bool, limit: int) -> list[
 
 
 def check_module(info: Any, dtypes: list[torch.dtype], compiled: bool, limit: int,
-                 rng: np.random.Generator) -> Report:
+                 rng: np.random.Generator, strides: bool = False) -> Report:
     report = Report()
     name = info.module_cls.__name__
     if not hasattr(rt.nn, name):
@@ -464,7 +479,7 @@ def check_module(info: Any, dtypes: list[torch.dtype], compiled: bool, limit: in
             for i, sample in enumerate(_samples(info, dtype, training, limit)):
                 tag = f"{str(dtype)[6:]} {'train' if training else 'eval'} #{i}"
                 try:
-                    why = eager_sample(info, dtype, training, sample, rng)
+                    why = eager_sample(info, dtype, training, sample, rng, strides)
                     if compiled and why is None and sample.forward_input is not None:
                         why, fallback = compiled_sample(info, dtype, training, sample, rng)
                         if fallback is not None:
@@ -484,6 +499,8 @@ def main(argv: list[str] | None = None) -> collections.Counter[str]:
     parser.add_argument("--dtypes", default="float32,float64")
     parser.add_argument("--compiled", action="store_true",
                         help="also compare a planner.compile step with rt eager")
+    parser.add_argument("--strides", action="store_true",
+                        help="also compare the outputs' strides (their layouts)")
     parser.add_argument("--samples", type=int, default=40,
                         help="per module, dtype and mode (0: all)")
     parser.add_argument("--lines", type=int, default=3, help="differences printed per module")
@@ -497,7 +514,8 @@ def main(argv: list[str] | None = None) -> collections.Counter[str]:
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            report = check_module(info, dtypes, opts.compiled, opts.samples, rng)
+            report = check_module(info, dtypes, opts.compiled, opts.samples, rng,
+                                  opts.strides)
         totals.update(report.counts)
         totals["skipped"] += sum(report.skips.values())
         _print(name, report, opts.lines)
