@@ -1711,8 +1711,7 @@ def cat(tensors: Sequence[Tensor], dim: int = 0, *, out: Tensor | None = None) -
     ``tensor([])``), their dtype still promoting the result's."""
     if out is not None:
         result = _castable_into(out, cat(tensors, dim))
-        for t in tensors:
-            check_no_overlap(out, t)
+        check_no_overlap(out, *tensors)
         return written_to(out, result, "cat")
     if isinstance(tensors, Tensor):
         raise TypeError("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not "
@@ -1911,9 +1910,7 @@ def written_apart(x: Tensor, result: Tensor, *inputs: Any) -> Tensor:
     """``result`` (an in-place op's, computed out of place) copied into x, after PyTorch's
     error where x shares memory with an input tensor (assert_no_overlap: the op would read
     what it had already written; the copy made that silently a read of the old values)."""
-    for t in inputs:
-        if isinstance(t, Tensor):
-            check_no_overlap(x, t)
+    check_no_overlap(x, *inputs)
     return copy_(x, result)
 
 

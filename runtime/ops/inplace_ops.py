@@ -246,8 +246,7 @@ def _check_index_copy(x: Tensor, d: int, index: Tensor, source: Tensor) -> None:
 
 def index_copy_(x: Tensor, dim: int, index: Tensor, source: Tensor) -> Tensor:
     result = index_copy(x, dim, index, source)
-    for t in (index, source):  # PyTorch's assert_no_overlap, after its other checks
-        check_no_overlap(x, t)
+    check_no_overlap(x, index, source)  # PyTorch's, after its other checks
     return F.overwrite(x, result)
 
 
@@ -295,9 +294,7 @@ def index_put_(x: Tensor, indices: Sequence[Any], values: Any, accumulate: bool 
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{D.scalar_type_name(x.dtype)} for the destination and "
                            f"{D.scalar_type_name(values.dtype)} for the source.")
-    for t in (values, *key):  # PyTorch's assert_no_overlap of x with the values and indices
-        if isinstance(t, Tensor):
-            check_no_overlap(x, t)
+    check_no_overlap(x, values, *key)  # PyTorch's, with the values and indices
     if not accumulate:
         masked = _trace_state.tracer is not None and any(
             isinstance(k, Tensor) and k.dtype is D.bool_ for k in key)  # setitem's masked_fill_

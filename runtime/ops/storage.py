@@ -233,8 +233,7 @@ def put_(self: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) 
                        f"{{}} on a tensor of {n} elements.")
     positions = F.where(F.lt(index, 0), F.add(index, n), index)
     values = F.reshape(source, (-1,))
-    for t in (index, source):  # PyTorch's assert_no_overlap of self with each
-        check_no_overlap(self, t)
+    check_no_overlap(self, index, source)  # PyTorch's assert_no_overlap
     if accumulate:
         updated = flat.index_add(0, F.reshape(positions, (-1,)), values)
     else:
