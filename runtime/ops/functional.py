@@ -17,7 +17,7 @@ from ..amp.policy import autocast_lower, autocast_promote
 from ..autograd.grad_mode import _state as _grad_state
 from ..return_types import returns
 from ..tensor import Tensor
-from ..tracing import GraphBreak, MetaArray, is_tracing, stands_for_number
+from ..tracing import GraphBreak, MetaArray, active_tracer, is_tracing, stands_for_number
 from . import prims as P
 from .naming import renamed
 from .dispatch import apply, keeps_saved, named, named_backward, refuse_saved_inference
@@ -1622,7 +1622,26 @@ def getitem(x: Tensor, key: Any) -> Tensor:
     if split is not None:  # PyTorch's order: the ints' selects, then the index tensors
         x = named(getitem_key(x, key=split[0]), _index_node_name(split[0], []))
         template = split[1]
-    return named(getitem_key(x, *idx, key=template), _index_node_name(template, idx))
+    out = named(getitem_key(x, *idx, key=template), _index_node_name(template, idx))
+    if idx and is_tracing() and all(not i.ndim for i in idx):
+        _note_select_by_tensor(x, out)
+    return out
+
+
+def _note_select_by_tensor(x: Tensor, out: Tensor) -> None:
+    """A capture's ``x[i]`` whose index tensors are all 0-d: eager mode reads them as ints
+    (_index_item), so its result is a view of x (PyTorch's select), where the plan's is a
+    copy (a gather by a value the capture cannot read). Noted as the tracer notes ``x[n]`` of
+    an int argument (its ``weak_views``): a write through it, or a read of it after x or the
+    storage x is a view of was written in place, breaks the graph (the plan's copy would not
+    show the write; runtime.ops.dispatch.stale_weak_view)."""
+    if type(out._data) is not MetaArray:
+        return
+    tracer = active_tracer()
+    base = tracer.storage_of(x)
+    while base.view_of is not None:  # any write into x's storage moves its root's value
+        base = base.view_of
+    tracer.weak_views[id(out._data)] = (base, base.node)
 
 
 def _zero_d_selects(x: Tensor, template: Any, idx: list[Tensor]
