@@ -10,7 +10,8 @@ registers, or by gathers where K is no multiple of 8, where B's columns are cont
 a transposed weight; else element by element; zeros past N), all of K or KC rows of it at a
 time (see PACK_BYTES), then a register-blocked micro-kernel keeps an MR x NR block of C in
 vector registers while it walks those rows, broadcasting one element of A per row, so A may
-have any strides. Where A's rows and B's columns both run along K and A has few rows (a
+have any strides (the rows past the last MR-row block, TAIL_ROWS or fewer, one block of
+TAIL_ROWS). Where A's rows and B's columns both run along K and A has few rows (a
 convolution's weight gradient) or C few columns (a classifier's last layer), a panel's
 elements are dot products instead (``DOT_MAX_M``, ``DOT_MAX_N``), B unpacked. Row and column strides are read from
 the operands' array objects at each call, and so are the batch's (any axes broadcast), so
@@ -22,7 +23,12 @@ A product's work items are its panels (of each matrix of a batch): a large one s
 across the native pool's threads (``Product.run``), each computed the same way wherever it
 runs. With no BLAS threads spinning beside them, two threads reached 285 to 316 GFLOP/s on
 mlp_large's and gpt's shapes where OpenBLAS reached 221 to 307, one thread 144 to 166 against
-117 to 150.
+117 to 150. Against PyTorch 2.13's (MKL, one thread, side by side in one process, each shape's
+runs in rotated order, best of 15; the shared 2-core VM varied 15 % from run to run): gpt's
+x @ W (1024, 128) @ (128, 512) 176 GFLOP/s to 183-189, x @ W.T 178 to 189-191, (1024, 512) @
+(512, 128) 186 to 138-141, its weight gradients x.T @ dy 145-149 to 130-154, its batched
+attention 85-138 to 59-123, its 103-column head 103-155 to 90-141; products of few rows trail:
+(32, 512) @ (512, 512) 119-128 to 139, (16, 288) @ (288, 1024) 106-107 to 126-129.
 
 ``GemmSpec.of`` says whether a product qualifies (float32 or float64, both operands at least
 2-D, batch dimensions that broadcast; any K: past PACK_BYTES a panel is packed in chunks);
@@ -80,8 +86,18 @@ PACK_BYTES = 256 * 1024
 KC = 128
 # the micro-kernel: MR rows of A times NV vectors of B, MR x NV accumulators: 6 x 4 = 24 of
 # the 32 vector registers of AVX-512, with NV vectors of B and one broadcast of A; 6 x 2 = 12
-# of 16 elsewhere (``vectors()``)
+# of 16 elsewhere (``vectors()``). Measured against 8 x 3, 9 x 3 and 14 x 2 vectors (h37,
+# side by side in one process, one thread, each shape's runs in rotated order, best of 15):
+# none won on any of gpt's, mlp_large's or cnn's shapes; 14 x 2 lost 20 to 40 %, 8 x 3 up to
+# 30 % (gpt's attention, (16, 4, 64, 32) @ (16, 4, 32, 64): 124 -> 93 GFLOP/s)
 MR = 6
+# the rows left past the last MR-row block, where TAIL_ROWS or fewer, are one block of
+# TAIL_ROWS rows (4 x NV accumulators), not MR (a block's rows past M are computed again, as
+# waste): M = 8 computed 12 rows, now 10; 16 18, now 16; 64 (gpt's attention) 66, now 64.
+# (8, 72) @ (72, 4096) 58-60 -> 62-64 GFLOP/s, (16, 288) @ (288, 1024) 98-102 -> 106-107,
+# (32, 512) @ (512, 512) 115-124 -> 119-128, (16, 4, 64, 32) @ (16, 4, 32, 64) 132-137 ->
+# 137-138, the others within noise; the module's compile time about 1.3 x
+TAIL_ROWS = 4
 # A transposed B (columns contiguous) is packed by tiles transposed in registers
 # (TILE_BYTES-wide vectors: 8 x 8 float32) where K is a multiple of the tile: gathers took 1.6
 # cycles an element, and mlp_large's (128, 1024) @ (1024, 1024).T ran at 104 GFLOP/s against
@@ -93,6 +109,9 @@ TILE_BYTES = 32
 # (1024, 128) ran at 85 GFLOP/s without, 109-113 with 8 or 16 steps, 100 with 32; the other
 # shapes of gpt and mlp_large within noise (0: no prefetch)
 A_PREFETCH = 16
+# (prefetching all MR rows of the block, not the first only, lost 10 to 25 % where A's rows
+# are contiguous, gpt's attention and mlp_large's first layer; a write prefetch of the
+# block's C before its k loop was within noise)
 # Where both operands are contiguous along K (A's rows, B's columns: a convolution's weight
 # gradient, dout @ cols.T) and C has few rows, a panel's elements are dot products instead:
 # DOT_ROWS x DOT_COLS of them at a time, each in a vector of partial sums over k (k, k + VL,
@@ -352,8 +371,13 @@ def _function(dtype: str) -> tuple[str, str]:
     x("%dot.ab = and i1 %dot.a, %dot.b")
     x("%dot.mk = and i1 %dot.m, %dot.k")
     x("%use.dots = and i1 %dot.ab, %dot.mk")
-    x(f"%blocks.up = add i64 %m, {MR - 1}")
+    # MR-row blocks, the last taking up to MR - 1 - TAIL_ROWS rows past M; the rows left
+    # (TAIL_ROWS at most) are one block of TAIL_ROWS rows
+    x(f"%blocks.up = add i64 %m, {MR - 1 - TAIL_ROWS}")
     x(f"%blocks = udiv i64 %blocks.up, {MR}")
+    x("%any.blocks = icmp sgt i64 %blocks, 0")
+    x(f"%tail.first = mul i64 %blocks, {MR}")
+    x("%any.tail = icmp slt i64 %tail.first, %m")
     x("%last.row = sub i64 %m, 1")
     x("%none = icmp sge i64 %start, %end")
     x("br i1 %none, label %exit, label %items.pre")
@@ -662,17 +686,15 @@ def _clamped(x: _Text, first: str, count: int, last: str, hint: str) -> list[str
 
 def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, vectors: int,
            masks: list[str]) -> None:
-    """Every block of MR rows of C over the packed panel (columns from ``%j0`` on): block b
-    from row b * MR on, a row past M - 1 read and written as row M - 1 (the last block's rows
-    past M compute row M - 1 again, to the same bits). The block's MR x vectors accumulators
-    run over k in vector registers, then are stored through the panel's masks (columns past
-    N are not)."""
+    """Every block of rows of C over the packed panel (columns from ``%j0`` on): ``%blocks``
+    of MR rows, block b from row b * MR on, then, where rows are left, one of TAIL_ROWS from
+    ``%tail.first``; a row past M - 1 read and written as row M - 1 (a block's rows past M
+    compute row M - 1 again, to the same bits). A block's rows x vectors accumulators run over
+    k in vector registers, then are stored through the panel's masks (columns past N are
+    not)."""
     f = _INTRINSIC[dtype]
-    rows = MR
 
-    def block(blk: str) -> None:
-        first = x.fresh("first")
-        x(f"{first} = mul i64 {blk}, {MR}")
+    def block(first: str, rows: int) -> None:
         row_of = _clamped(x, first, rows, "%last.row", "row")
         pre, load, start = x.label("m.pre"), x.label("m.load"), x.label("m.start")
         kh, kend = x.label("m.k"), x.label("m.kend")
@@ -780,7 +802,22 @@ def _micro(x: _Text, dtype: str, t: str, vt: str, vl: int, nr: int, vectors: int
             x(f"br label %{stores}")
         x.block(stores)
 
-    _loop(x, "blk", "0", "%blocks", block)
+    def blocks(first: str) -> None:
+        block(first, MR)
+
+    main, tail, done = x.label("m.main"), x.label("m.tail"), x.label("m.done")
+    after = x.label("m.after")
+    x(f"br i1 %any.blocks, label %{main}, label %{after}")
+    x.block(main)
+    _loop(x, "blk", "0", "%blocks", blocks, step=MR)
+    x(f"br label %{after}")
+    x.block(after)
+    x(f"br i1 %any.tail, label %{tail}, label %{done}")
+    x.block(tail)
+    if TAIL_ROWS:
+        block("%tail.first", TAIL_ROWS)
+    x(f"br label %{done}")
+    x.block(done)
 
 
 def _dot_block() -> tuple[int, int]:
