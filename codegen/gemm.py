@@ -16,7 +16,8 @@ convolution's weight gradient) or C few columns (a classifier's last layer), a p
 elements are dot products instead (``DOT_MAX_M``, ``DOT_MAX_N``), B unpacked. Row and column strides are read from
 the operands' array objects at each call, and so are the batch's (any axes broadcast), so
 any layout runs the same code. The code holds no shape: it is compiled once per machine
-(about 0.07 s, then read from the compiled-code cache) and loaded once per process, whatever
+(about 0.07 s before TAIL_ROWS' blocks, 1.3 to 1.5 times that since: 0.23 -> 0.30 s on a
+loaded machine; then read from the compiled-code cache) and loaded once per process, whatever
 products a plan has.
 
 A product's work items are its panels (of each matrix of a batch): a large one splits them
@@ -96,7 +97,7 @@ MR = 6
 # waste): M = 8 computed 12 rows, now 10; 16 18, now 16; 64 (gpt's attention) 66, now 64.
 # (8, 72) @ (72, 4096) 58-60 -> 62-64 GFLOP/s, (16, 288) @ (288, 1024) 98-102 -> 106-107,
 # (32, 512) @ (512, 512) 115-124 -> 119-128, (16, 4, 64, 32) @ (16, 4, 32, 64) 132-137 ->
-# 137-138, the others within noise; the module's compile time about 1.3 x
+# 137-138, the others within noise; the module's compile time 1.3 to 1.5 x
 TAIL_ROWS = 4
 # A transposed B (columns contiguous) is packed by tiles transposed in registers
 # (TILE_BYTES-wide vectors: 8 x 8 float32) where K is a multiple of the tile: gathers took 1.6
