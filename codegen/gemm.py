@@ -102,7 +102,9 @@ TAIL_ROWS = 4
 # A transposed B (columns contiguous) is packed by tiles transposed in registers
 # (TILE_BYTES-wide vectors: 8 x 8 float32) where K is a multiple of the tile: gathers took 1.6
 # cycles an element, and mlp_large's (128, 1024) @ (1024, 1024).T ran at 104 GFLOP/s against
-# 141 by tiles.
+# 141 by tiles. 16 x 16 tiles (64 bytes: a third fewer shuffles an element, but K a multiple
+# of 16) were within noise on gpt's x @ W.T, its attention's (64, 32) @ (32, 64) with B
+# transposed and mlp_large's, side by side.
 TILE_BYTES = 32
 # The micro-kernel prefetches A's first row of its block this many steps of k ahead: where A
 # is transposed (a weight gradient's x.T), each step of k is a new cache line, and a new 4 KiB
@@ -121,6 +123,9 @@ A_PREFETCH = 16
 # dots (numpy 8), its (16, 1024) @ (1024, 72) 56 against 23 to 29 (numpy 58). The dots run at
 # 80 to 120 GFLOP/s, panels at 135 to 165 where 32 rows or more reuse them: (32, 1024) @
 # (1024, 256) 169 us by panels, 204 as dots; (64, 1024) @ (1024, 64) 62 against 98.
+# (Reading B's rows in place of a packed panel where its rows are contiguous and C has 3 row
+# blocks or fewer lost: (16, 288) @ (288, 1024) 74-90 -> 64-83 GFLOP/s, (18, 512) @ (512,
+# 512) 96-108 -> 85-97; B's rows N apart fall in the same few sets of L1.)
 DOT_MAX_M = 16
 DOT_MIN_K = 128
 # or where C has 16 columns or fewer and K is long (a classifier's last layer, x @ W.T): the
