@@ -124,8 +124,8 @@ A_PREFETCH = 16
 # 80 to 120 GFLOP/s, panels at 135 to 165 where 32 rows or more reuse them: (32, 1024) @
 # (1024, 256) 169 us by panels, 204 as dots; (64, 1024) @ (1024, 64) 62 against 98.
 # (Reading B's rows in place of a packed panel where its rows are contiguous and C has 3 row
-# blocks or fewer lost: (16, 288) @ (288, 1024) 74-90 -> 64-83 GFLOP/s, (18, 512) @ (512,
-# 512) 96-108 -> 85-97; B's rows N apart fall in the same few sets of L1.)
+# blocks or fewer lost: (16, 288) @ (288, 1024) 72-97 -> 64-83 GFLOP/s, (18, 512) @ (512,
+# 512) 95-108 -> 85-97; B's rows N apart fall in the same few sets of L1.)
 DOT_MAX_M = 16
 DOT_MIN_K = 128
 # or where C has 16 columns or fewer and K is long (a classifier's last layer, x @ W.T): the
