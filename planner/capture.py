@@ -270,14 +270,27 @@ class Tracer:
 
     def add_op(self, prim: Primitive, args: tuple[Any, ...], attrs: dict[str, Any],
                shape: tuple[int, ...], dtype: D.DType, device: str) -> int:
-        spec = [("node", self._read(a)) if isinstance(a, Tensor) else ("scalar", a)
-                for a in args]
+        # one pass over the arguments, by index (a comprehension is a frame of its own), each
+        # tensor's cell found once for its node and for the layouts
+        spec: list[tuple[str, Any]] = list(args)
+        cells: list[MetaArray] = []
+        i = 0
+        for a in args:
+            if isinstance(a, Tensor):
+                cell = self.storage_of(a)
+                if cell.view_of is not None and _stale(cell):
+                    self._refresh(cell)
+                spec[i] = ("node", cell.node)
+                if len(cell.shape) >= 2:
+                    cells.append(cell)
+            else:
+                spec[i] = ("scalar", a)
+            i += 1
         node = self._add(prim.name, spec, dict(attrs), shape, dtype, device)
         # the ops whose result's order follows their operands' (planner.layouts.computed),
         # where an operand may be out of C order
         if (prim.elementwise or prim.reduction) and self.layouts.probes:
-            self.layouts.operands(node, [self.storage_of(a) for a in args
-                                         if isinstance(a, Tensor) and a.dim() >= 2])
+            self.layouts.operands(node, cells)
         return node
 
     def _read(self, t: Tensor) -> int:
@@ -310,7 +323,7 @@ class Tracer:
     def annotate(self, node: int, t: Tensor) -> None:
         """A forward op that made an autograd node carries that node's numbers."""
         fn = t._grad_fn
-        data = self.g.nodes[node]
+        data = self.g._node[node]  # networkx's own dict (its NodeView checks cost a lookup)
         if fn is not None and data["phase"] != "backward":
             data.update(sequence_nr=fn._seq_nr, topological_nr=fn.topological_nr,
                         grad_fn=fn.name())

@@ -69,6 +69,9 @@ class Layouts:
         # value whose layout is unknown
         self.mixed: dict[int, list[MetaArray]] = {}
         self.unknown_reshapes: dict[int, MetaArray] = {}
+        # (shape, dtype) -> the probe of a value of that shape in C order: one per shape, as
+        # probes are only read (views, reshapes without copy, strides), never written
+        self._c_order: dict[tuple[tuple[int, ...], np.dtype], np.ndarray] = {}
 
     def operands(self, node: int, cells: list[MetaArray]) -> None:
         """The op of ``node`` reads ``cells``."""
@@ -131,7 +134,12 @@ class Layouts:
         hit = self.probes.get(id(cell))
         if hit is not None and hit[0] is cell:
             return hit[1]
-        return _probe(cell.shape, cell.dtype, _c_strides(cell.shape, cell.dtype.itemsize))
+        key = (cell.shape, cell.dtype)
+        made = self._c_order.get(key)
+        if made is None:
+            made = self._c_order[key] = _probe(cell.shape, cell.dtype,
+                                               _c_strides(cell.shape, cell.dtype.itemsize))
+        return made
 
     def view_made(self, cell: MetaArray, op: str, attrs: dict[str, Any]) -> None:
         """``cell``, made a view of ``cell.view_of`` by ``op``: its probe; a reshape that

@@ -62,13 +62,16 @@ class MetaArray:
     which moves ``node`` to the new value, is seen through every alias as in eager mode.
     """
 
-    __slots__ = ("shape", "dtype", "node", "view_of", "base_node", "transposed", "view_step",
-                 "view_src", "made_by")
+    __slots__ = ("shape", "ndim", "dtype", "node", "view_of", "base_node", "transposed",
+                 "view_step", "view_src", "made_by")
     base = None
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, node: int,
                  view_of: MetaArray | None = None) -> None:
         self.shape = tuple(shape)
+        # an attribute, not a property: read by every Tensor.dim() while capturing (the shape
+        # is never assigned after this)
+        self.ndim = len(self.shape)
         self.dtype = dtype
         self.node = node
         self.view_of = view_of  # the storage this one is a view of
@@ -87,10 +90,6 @@ class MetaArray:
     @property
     def flags(self) -> _Flags:
         return _TRANSPOSED if self.transposed else _C_ORDER
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
 
     @property
     def size(self) -> int:

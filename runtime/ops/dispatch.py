@@ -560,19 +560,39 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     """Capture: record ``prim`` in the tracer's graph; the result holds a MetaArray."""
     device = None
     req = False
-    if any(isinstance(a, _np_scalar) for a in args):  # recorded as the Python scalars
-        args = tuple(a.item() if isinstance(a, _np_scalar) else a for a in args)
-    if prim.elementwise and any(type(a) is int and not _I64_MIN <= a <= _I64_MAX
-                                for a in args):
-        args = _unsigned_ints(args)
-    for a in args:
+    mixed = False  # tensors on more than one device
+    rare = False  # a numpy scalar, or an int past int64's range
+    dt0 = None  # the first tensor's dtype
+    uniform = True  # every tensor of dtype dt0, every other argument a Python number or None
+    target = tracer.target_device
+    for a in args:  # one pass: each argument's type looked at once
         if isinstance(a, Tensor):
-            dev = tracer.device_of(a)
+            dev = a.device if target is None else tracer.device_of(a)
             if device is None:
                 device = dev
-            elif dev != device:
-                return apply(prim, *_placed(prim, args, tracer.device_of), **attrs)
-            req = req or a._rg
+                dt0 = a.dtype
+            else:
+                if dev != device:
+                    mixed = True
+                if a.dtype is not dt0:
+                    uniform = False
+            if a._rg:
+                req = True
+        elif a is not None and type(a) not in _PY_NUMBERS:
+            uniform = False
+            if isinstance(a, _np_scalar):
+                rare = True
+        elif type(a) is int and not _I64_MIN <= a <= _I64_MAX:
+            rare = True
+    if rare:
+        uniform = False
+        if any(isinstance(a, _np_scalar) for a in args):  # recorded as the Python scalars
+            args = tuple(a.item() if isinstance(a, _np_scalar) else a for a in args)
+        if prim.elementwise and any(type(a) is int and not _I64_MIN <= a <= _I64_MAX
+                                    for a in args):
+            args = _unsigned_ints(args)
+    if mixed:
+        return apply(prim, *_placed(prim, args, tracer.device_of), **attrs)
     if device is None:
         raise TypeError(f"{prim.name}: expected at least one tensor argument, got "
                         f"({_describe(args)})")
@@ -584,7 +604,12 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         # an op's number setting (addcmul's value=, a slope) a constant of its kernel: a
         # compiled step's number argument there is read as a value
         raise GraphBreak(f"{prim.name} takes a number argument's value as a setting")
-    rdt = _promoted_dtype(prim, args, weak) if prim.promote != PROMOTE_NONE else None
+    if prim.promote == PROMOTE_NONE:
+        rdt = None
+    elif uniform and not weak and prim.promote_args is None and dt0.is_floating_point:  # type: ignore[union-attr]
+        rdt = dt0  # _promoted_dtype's answer for tensors of one floating dtype and numbers
+    else:
+        rdt = _promoted_dtype(prim, args, weak)
     if rdt is None and weak and prim.promote != PROMOTE_NONE:
         args = _as_python_numbers(prim, args, weak)
     if rdt is not None:  # None: Python numbers only (weak), as float64 and int64 as they are
