@@ -172,6 +172,7 @@ class Tracer:
         # id(view cell) -> (cell, the node of the view op that made it): a view read after
         # its base was written is made again from the base (``_refresh``)
         self.view_nodes: dict[int, tuple[MetaArray, int]] = {}
+        self.laid_out: dict[int, MetaArray] = {}  # node -> the view cell annotate() laid out
         self.grad_shadow: dict[int, tuple[Tensor, Tensor | None]] = {}
         self.grad_fresh: dict[int, bool] = {}
         self.grad_cleared: set[int] = set()  # owners whose .grad the step set before reading
@@ -253,9 +254,14 @@ class Tracer:
         # took 4 us a node of the capture; v is new, its arguments' nodes exist, and the
         # graph's cache is cleared once the capture ends: Capture's graph)
         g = self.g
-        g._node[v] = dict(op=op, args=args, attrs=attrs, shape=tuple(shape), dtype=dtype,
-                          device=device, phase=phase, sequence_nr=seq, topological_nr=topo,
-                          grad_fn=name, **extra)
+        # a literal, its keys in this order (plan_cache.key pickles each node's dict as it is)
+        data = {"op": op, "args": args, "attrs": attrs,
+                "shape": shape if type(shape) is tuple else tuple(shape), "dtype": dtype,
+                "device": device, "phase": phase, "sequence_nr": seq, "topological_nr": topo,
+                "grad_fn": name}
+        if extra:
+            data.update(extra)
+        g._node[v] = data
         succ, pred = g._succ, g._pred
         succ[v] = {}
         into = pred[v] = {}
@@ -330,8 +336,12 @@ class Tracer:
         cell = t._data
         if type(cell) is MetaArray and cell.node == node:  # which reshapes are views
             if cell.view_of is not None:
-                self.view_nodes[id(cell)] = (cell, node)
-                self.layouts.view_made(cell, data["op"], data["attrs"])
+                # once a view: named() annotates an op's result again, with its node renamed
+                # (a transpose's), and the layout of the view it made is what it was
+                if self.laid_out.get(node) is not cell:
+                    self.laid_out[node] = cell
+                    self.view_nodes[id(cell)] = (cell, node)
+                    self.layouts.view_made(cell, data["op"], data["attrs"])
             elif node in self.layouts.mixed:
                 self.layouts.computed(cell, node, data["op"])
 

@@ -122,10 +122,11 @@ class Layouts:
         # capturing (runtime.tracing.MetaArray.flags): a matrix whose last two axes are
         # swapped; a slice along the last axis (gpt's q of split(C, dim=2)) is not one, and
         # its view(B, T, H, C // H) is taken
-        cell.transposed = bool(not probe.flags.c_contiguous and probe.ndim >= 2
+        c_order = probe.flags.c_contiguous  # (each .flags makes an object)
+        cell.transposed = bool(not c_order and probe.ndim >= 2
                                and probe.shape[-1] > 1 and probe.shape[-2] > 1
                                and probe.strides[-2] < probe.strides[-1])
-        if probe.flags.c_contiguous:
+        if c_order:
             self.probes.pop(id(cell), None)
         else:
             self.probes[id(cell)] = (cell, probe)

@@ -1,0 +1,95 @@
+"""The capture's cost cuts (issue 12's first call) change nothing it records: two fresh
+captures of each benchmark step have one plan key and one graph, and the compiled steps still
+equal eager mode's; the work cut stays cut (a layout probe per shape, a view laid out once)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+from benchmarks.workloads import WORKLOADS
+from planner import plan_cache
+from planner.capture import Capture, capture
+from planner.layouts import Layouts
+from runtime.tracing import MetaArray
+
+NAMES = ("mlp_small", "cnn", "rnn", "gpt")
+# fused kernels sum in another order: float32 results move by a few ulp
+TOL = 2e-5
+
+
+def _captured(name: str) -> Capture:
+    wl = WORKLOADS[name]
+    case = wl.build(rt, wl.make_arrays(0))
+    return capture(case.fn, tuple(case.args))
+
+
+def _record(cap: Capture) -> tuple[Any, ...]:
+    """The capture's nodes (their attributes in order), edges, slots and plan key; autograd's
+    sequence numbers, which go on counting from capture to capture, from the capture's first."""
+    g = cap.graph
+    first = min(data["sequence_nr"] for _, data in g.nodes(data=True)
+                if data["sequence_nr"] is not None)
+    nodes = [(v, [(k, x - first if k == "sequence_nr" and x is not None else x)
+                  for k, x in data.items()]) for v, data in g.nodes(data=True)]
+    edges = [(u, v, data) for u, v, data in g.edges(data=True)]
+    slots = [s.describe() for s in cap.slots]
+    return repr(nodes), repr(edges), slots, plan_cache.key(g, slots, "cpu", "llvm")
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_two_fresh_captures_record_the_same(name: str) -> None:
+    first, second = _record(_captured(name)), _record(_captured(name))
+    assert first[3] is not None
+    assert first == second
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_compiled_step_equals_eager(name: str) -> None:
+    wl = WORKLOADS[name]
+    arrays = wl.make_arrays(0)
+    eager, compiled = wl.build(rt, arrays), wl.build(rt, arrays)
+    step = planner.compile(compiled.fn)
+    for i in range(3):
+        expected = eager.outputs(eager.fn(*eager.args))
+        got = compiled.outputs(step(*compiled.args))
+        assert got.keys() == expected.keys()
+        for k in expected:
+            np.testing.assert_allclose(got[k], expected[k], rtol=TOL, atol=TOL,
+                                       err_msg=f"call {i} {k}")
+    assert step.plan is not None
+
+
+def test_a_c_order_probe_is_made_once_per_shape() -> None:
+    layouts = Layouts()
+    a = MetaArray((3, 4), np.dtype(np.float32), 0)
+    b = MetaArray((3, 4), np.dtype(np.float32), 1)
+    c = MetaArray((3, 4), np.dtype(np.float64), 2)
+    pa, pb, pc = layouts.probe(a), layouts.probe(b), layouts.probe(c)
+    assert pa is pb and pc is not pa
+    assert pa.strides == (16, 4) and pc.strides == (32, 8)
+
+
+def test_a_renamed_view_is_laid_out_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """named() (a transpose's TransposeBackward0) annotates the op's record again: its view's
+    layout is worked out once."""
+    calls: list[str] = []
+    real = Layouts.view_made
+
+    def counted(self: Layouts, cell: MetaArray, op: str, attrs: dict[str, Any]) -> None:
+        calls.append(op)
+        real(self, cell, op, attrs)
+
+    monkeypatch.setattr(Layouts, "view_made", counted)
+    w = rt.randn(3, 4, requires_grad=True)
+
+    def step(x: rt.Tensor) -> rt.Tensor:
+        return (x @ w.t()).sum()
+
+    cap = capture(step, (rt.randn(2, 4),))
+    views = [v for v, op in cap.graph.nodes(data="op") if op == "permute"]
+    assert views and calls.count("permute") == len(views)
