@@ -604,15 +604,19 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         # an op's number setting (addcmul's value=, a slope) a constant of its kernel: a
         # compiled step's number argument there is read as a value
         raise GraphBreak(f"{prim.name} takes a number argument's value as a setting")
+    # tensors of one floating dtype among Python numbers: _promoted_dtype's answer is theirs,
+    # and nothing is cast (nor is an operand of another dtype read as a float16 opmath scalar)
+    settled = (uniform and not weak and prim.promote_args is None
+               and dt0.is_floating_point)  # type: ignore[union-attr]
     if prim.promote == PROMOTE_NONE:
         rdt = None
-    elif uniform and not weak and prim.promote_args is None and dt0.is_floating_point:  # type: ignore[union-attr]
-        rdt = dt0  # _promoted_dtype's answer for tensors of one floating dtype and numbers
+    elif settled:
+        rdt = dt0
     else:
         rdt = _promoted_dtype(prim, args, weak)
     if rdt is None and weak and prim.promote != PROMOTE_NONE:
         args = _as_python_numbers(prim, args, weak)
-    if rdt is not None:  # None: Python numbers only (weak), as float64 and int64 as they are
+    if rdt is not None and not settled:  # None: Python numbers only (weak), as float64, int64
         positions = prim.promote_args if prim.promote_args is not None else range(len(args))
         cast = [i for i in positions if isinstance(args[i], Tensor) and args[i].dtype is not rdt]
         scalar = opmath_scalar(prim, args, rdt)
