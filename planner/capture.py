@@ -10,7 +10,6 @@ as graph values to write back, and nothing outside the tracer changes during a c
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import math
 import random
@@ -993,7 +992,9 @@ class Tracer:
 
         def add(t: Any, mark: ReturnedState) -> None:
             live[id(t)] = mark
-            storage.setdefault(("data", id(t._data)), dataclasses.replace(mark, alias=True))
+            key = ("data", id(t._data))
+            if key not in storage:  # made once a storage (dataclasses.replace is slow)
+                storage[key] = ReturnedState(mark.kind, mark.ref, mark.owner_input, True)
 
         for slot in self.slots:
             if slot.kind == "tensor" and isinstance(slot.ref, Tensor):
