@@ -330,8 +330,10 @@ class Tracer:
         fn = t._grad_fn
         data = self.g._node[node]  # networkx's own dict (its NodeView checks cost a lookup)
         if fn is not None and data["phase"] != "backward":
-            data.update(sequence_nr=fn._seq_nr, topological_nr=fn.topological_nr,
-                        grad_fn=fn.name())
+            # keys _add made: assigned in place, their order kept
+            data["sequence_nr"] = fn._seq_nr
+            data["topological_nr"] = fn.topological_nr
+            data["grad_fn"] = fn.name()
         cell = t._data
         if type(cell) is MetaArray and cell.node == node:  # which reshapes are views
             if cell.view_of is not None:
