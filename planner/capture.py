@@ -188,6 +188,7 @@ class Tracer:
         # the start): a step that seeds one (``rt.manual_seed(0)`` before its dropout) changes
         # it, which the plan's draws, continuing from the state at each call, do not repeat
         self.generator_states: dict[int, tuple[Generator, Tensor]] = {}
+        self.generators_kept = False  # finish() found each in the state it was met in
         self._note_generator(thread_default_generator)
         self.modules: dict[int, Any] = {}
         self.optimizers: dict[int, tuple[Any, dict[Any, dict[str, Any]]]] = {}
@@ -883,6 +884,7 @@ class Tracer:
             if not np.array_equal(generator.get_state()._data, state._data):
                 raise GraphBreak("the step seeds a random generator (manual_seed or "
                                  "set_state), which a replayed plan would not do")
+        self.generators_kept = True  # nothing to put back (restore_generators)
         writes: list[tuple[int, int]] = []
         for cell, index, _ in self.cells.values():
             if self.slots[index].kind == "hyper" and cell.node != self.source[index]:
@@ -1017,7 +1019,10 @@ class Tracer:
         return {**storage, **live}
 
     def restore_generators(self) -> None:
-        """Undo a seeding the capture ran: the call then runs eagerly from the state it met."""
+        """Undo a seeding the capture ran: the call then runs eagerly from the state it met.
+        Where ``finish`` found every generator as the capture met it, none is set again."""
+        if self.generators_kept:
+            return
         for generator, state in self.generator_states.values():
             generator.set_state(state)
 

@@ -15,7 +15,7 @@ from benchmarks.workloads import WORKLOADS
 from planner import plan_cache
 from planner.capture import Capture, capture
 from planner.layouts import Layouts
-from runtime.tracing import MetaArray
+from runtime.tracing import GraphBreak, MetaArray
 
 NAMES = ("mlp_small", "cnn", "rnn", "gpt")
 # fused kernels sum in another order: float32 results move by a few ulp
@@ -93,3 +93,37 @@ def test_a_renamed_view_is_laid_out_once(monkeypatch: pytest.MonkeyPatch) -> Non
     cap = capture(step, (rt.randn(2, 4),))
     views = [v for v, op in cap.graph.nodes(data="op") if op == "permute"]
     assert views and calls.count("permute") == len(views)
+
+
+def test_generators_set_again_only_where_the_step_moved_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A capture puts back a generator's state where the step seeded it (the call then runs
+    eagerly from the state it met); where finish() found every one as met, none is set."""
+    from runtime.creation import Generator
+
+    sets: list[Generator] = []
+    real = Generator.set_state
+
+    def counted(self: Generator, state: rt.Tensor) -> Generator:
+        sets.append(self)
+        return real(self, state)
+
+    monkeypatch.setattr(Generator, "set_state", counted)
+    w = rt.randn(4, 4, requires_grad=True)
+
+    def step(x: rt.Tensor) -> rt.Tensor:
+        return rt.nn.functional.dropout(x @ w, 0.5).sum()
+
+    capture(step, (rt.randn(2, 4),))
+    assert sets == []
+
+    def seeding(x: rt.Tensor) -> rt.Tensor:
+        rt.manual_seed(3)
+        return rt.nn.functional.dropout(x @ w, 0.5).sum()
+
+    x = rt.randn(2, 4)
+    before = rt.random.get_rng_state()
+    with pytest.raises(GraphBreak, match="seeds a random generator"):
+        capture(seeding, (x,))
+    assert len(sets) == 1
+    assert np.array_equal(rt.random.get_rng_state().numpy(), before.numpy())
