@@ -1479,6 +1479,7 @@ class _PythonDraws:
     def __init__(self) -> None:
         self.python = random.getstate()
         self.numpy = np.random.get_state(legacy=False)
+        self.kept = False  # check() found both as they were: nothing to put back
 
     def check(self) -> None:
         if random.getstate() != self.python:
@@ -1490,8 +1491,11 @@ class _PythonDraws:
                 now["has_gauss"] != self.numpy["has_gauss"]:
             raise GraphBreak("the step draws from numpy's global random generator, whose "
                              "numbers a replayed plan would repeat")
+        self.kept = True
 
     def restore(self) -> None:
+        if self.kept:
+            return
         random.setstate(self.python)
         np.random.set_state(self.numpy)
 

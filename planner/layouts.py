@@ -113,6 +113,9 @@ class Layouts:
         """``cell`` holds a tensor from outside the step, whose array is ``array``."""
         strides = getattr(array, "strides", None)
         if strides is not None and len(strides) == len(cell.shape):
+            flags = getattr(array, "flags", None)
+            if flags is not None and flags.c_contiguous:
+                return  # C order, as a new cell stands for (_keep would drop its probe)
             self._keep(cell, _probe(cell.shape, cell.dtype, tuple(strides)))
 
     def _keep(self, cell: MetaArray, probe: np.ndarray) -> None:

@@ -127,3 +127,43 @@ def test_generators_set_again_only_where_the_step_moved_them(
         capture(seeding, (x,))
     assert len(sets) == 1
     assert np.array_equal(rt.random.get_rng_state().numpy(), before.numpy())
+
+
+def test_an_outside_array_in_c_order_needs_no_probe(monkeypatch: pytest.MonkeyPatch) -> None:
+    import planner.layouts as L
+
+    made: list[tuple[int, ...]] = []
+    real = L._probe
+
+    def counted(shape: tuple[int, ...], dtype: np.dtype, strides: tuple[int, ...]) -> Any:
+        made.append(strides)
+        return real(shape, dtype, strides)
+
+    monkeypatch.setattr(L, "_probe", counted)
+    layouts = Layouts()
+    c = MetaArray((3, 4), np.dtype(np.float32), 0)
+    layouts.outside(c, np.zeros((3, 4), np.float32))
+    assert made == [] and not c.transposed
+    f = MetaArray((3, 4), np.dtype(np.float32), 1)
+    layouts.outside(f, np.zeros((4, 3), np.float32).T)
+    assert made == [(4, 12)] and f.transposed and not layouts.probe(f).flags.c_contiguous
+
+
+def test_python_random_states_set_again_only_where_moved(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    import random
+
+    sets: list[Any] = []
+    real = random.setstate
+    monkeypatch.setattr(random, "setstate", lambda state: (sets.append(state), real(state)))
+    w = rt.randn(4, 4, requires_grad=True)
+    capture(lambda x: (x @ w).sum(), (rt.randn(2, 4),))
+    assert sets == []
+    before = random.getstate()
+
+    def draws(x: rt.Tensor) -> rt.Tensor:
+        return (x @ w).sum() * random.random()
+
+    with pytest.raises(GraphBreak, match="Python's random module"):
+        capture(draws, (rt.randn(2, 4),))
+    assert len(sets) == 1 and random.getstate() == before
