@@ -565,6 +565,9 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
     dt0 = None  # the first tensor's dtype
     uniform = True  # every tensor of dtype dt0, every other argument a Python number or None
     target = tracer.target_device
+    scanned = args
+    metas = list(args)  # each tensor's Meta for prim.infer (made again if args change below)
+    i = 0
     for a in args:  # one pass: each argument's type looked at once
         if isinstance(a, Tensor):
             dev = a.device if target is None else tracer.device_of(a)
@@ -578,12 +581,14 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
                     uniform = False
             if a._rg:
                 req = True
+            metas[i] = _tnew(Meta, (a._data.shape, a.dtype, device))
         elif a is not None and type(a) not in _PY_NUMBERS:
             uniform = False
             if isinstance(a, _np_scalar):
                 rare = True
         elif type(a) is int and not _I64_MIN <= a <= _I64_MAX:
             rare = True
+        i += 1
     if rare:
         uniform = False
         if any(isinstance(a, _np_scalar) for a in args):  # recorded as the Python scalars
@@ -637,8 +642,9 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
             wrapped = list(args)
             _wrap_ints(wrapped, positions, rdt)
             args = tuple(wrapped)
-    metas = [_tnew(Meta, (a._data.shape, a.dtype, device)) if isinstance(a, Tensor) else a
-             for a in args]
+    if args is not scanned:  # cast, or numbers converted
+        metas = [_tnew(Meta, (a._data.shape, a.dtype, device)) if isinstance(a, Tensor) else a
+                 for a in args]
     try:
         shape, dt = prim.infer(*metas, **attrs)
     except ShapeError:
@@ -676,8 +682,8 @@ def _trace_apply(tracer: Any, prim: Primitive, args: tuple[Any, ...],
         if dt is D.int64:
             tracer.weak_bounds[node] = _python_int_bound(tracer, prim, args, attrs)
     view_of = (tracer.storage_of(args[0])
-               if prim.view and isinstance(args[0], Tensor) and not _takes_index_tensors(args)
-               else None)
+               if prim.view and isinstance(args[0], Tensor)
+               and (len(args) == 1 or not _takes_index_tensors(args)) else None)
     out = MetaArray(shape, dt.np, node, view_of)
     if view_of is not None:
         out.view_src = args[0]
