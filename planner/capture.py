@@ -283,7 +283,9 @@ class Tracer:
         i = 0
         for a in args:
             if isinstance(a, Tensor):
-                cell = self.storage_of(a)
+                cell = a._data  # storage_of's answer for a value of the step's, without a call
+                if type(cell) is not MetaArray:
+                    cell = self.storage_of(a)
                 if cell.view_of is not None and _stale(cell):
                     self._refresh(cell)
                 spec[i] = ("node", cell.node)
