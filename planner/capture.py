@@ -449,8 +449,8 @@ class Tracer:
 
     def _check_weak_view_write(self, cell: MetaArray) -> None:
         if id(cell) in self.weak_views:
-            raise GraphBreak("an in-place write to a tensor indexed by an int argument (a view "
-                             "in eager mode, a copy in the plan)")
+            raise GraphBreak("an in-place write to a tensor indexed by an int argument or a "
+                             "0-d integer tensor (a view in eager mode, a copy in the plan)")
 
     def _check_aliased_write(self, cell: MetaArray) -> None:
         what = self.overlapping.get(id(cell))

@@ -778,12 +778,14 @@ def _check_weak_views(tracer: Any, args: tuple[Any, ...]) -> None:
 
 def stale_weak_view(tracer: Any, cell: MetaArray) -> None:
     """A GraphBreak where ``cell`` (or a view it was taken from: its ``detach()``) is
-    ``x[n]`` indexed by an int argument and x was written in place since."""
+    ``x[n]`` indexed by an int argument, or by a 0-d integer tensor (functional.getitem's
+    ``_note_select_by_tensor``), and x was written in place since."""
     while cell is not None:
         seen = tracer.weak_views.get(id(cell))
         if seen is not None and seen[0].node != seen[1]:
-            raise GraphBreak("a tensor indexed by an int argument, whose base was written "
-                             "in place since (eager mode's view shows the write)")
+            raise GraphBreak("a tensor indexed by an int argument or a 0-d integer tensor "
+                             "(a view in eager mode, a copy in the plan), whose base was "
+                             "written in place since (eager mode's view shows the write)")
         cell = cell.view_of
 
 
