@@ -226,7 +226,8 @@ class Tracer:
         self.weak_nodes: set[int] = set()
         # a bound on the magnitude of each int among them (runtime.ops.dispatch)
         self.weak_bounds: dict[int, int] = {}
-        # x[n] indexed by an int argument: its cell's id -> (x's cell, x's node then)
+        # x[n] indexed by an int argument, or by a 0-d integer tensor (functional.getitem:
+        # the root of x's storage then): its cell's id -> (x's cell, x's node then)
         self.weak_views: dict[int, tuple[MetaArray, int]] = {}
         # the number arguments' nodes (add_scalar_input) -> their positions, the call's
         # arguments, and the conditions on them the step branched on (truth_of)
