@@ -33,11 +33,13 @@ import dataclasses
 import functools
 import hashlib
 import io
+import operator
 import os
 import pickle
 import platform
 import sys
 import types
+from collections.abc import Callable
 from typing import Any
 
 import networkx as nx
@@ -51,7 +53,7 @@ from runtime.ops.registry import REGISTRY
 
 from .plan import Plan
 
-FORMAT = "planner.plan-cache.1"
+FORMAT = "planner.plan-cache.2"
 PROTOCOL = 5
 # node fields planning never reads that differ from one process (or capture) to the next
 _UNKEYED = frozenset({"sequence_nr", "topological_nr"})
@@ -92,20 +94,28 @@ def _function_id(fn: Any) -> Any:
     return (module, fn.__qualname__, code.co_firstlineno)
 
 
+@functools.cache
+def _fields_of(cls: type) -> tuple[Callable[[Any], tuple[Any, ...]], tuple[str, ...]]:
+    """A getter of every field of dataclass ``cls`` (one C call), and their names."""
+    names = tuple(f.name for f in dataclasses.fields(cls))
+    return operator.attrgetter(*names), names
+
+
 def _primitive_id(name: str) -> Any:
     """Primitive ``name`` as registered now: its functions by module, name and line, its
-    other fields by value."""
+    other fields by value (read each time: a field's dict or function may have changed)."""
     prim = REGISTRY.get(name)
     if prim is None:
         return None
-    found = []
-    for f in dataclasses.fields(prim):
-        v = getattr(prim, f.name)
+    getter, names = _fields_of(type(prim))
+    values = getter(prim)
+    found = [names]
+    for v in values:
         if callable(v) and not isinstance(v, type):
             v = _function_id(v)
         elif isinstance(v, frozenset):
             v = sorted(v)
-        found.append((f.name, v))
+        found.append(v)
     return found
 
 
@@ -155,23 +165,54 @@ def _environment() -> list[Any]:
             nx.__version__, llvmlite.__version__, cpu, features, settings]
 
 
+class _Digest:
+    """The file the key's pickler writes to: a sha256 of what it is given (no copy of the
+    pickle is kept)."""
+
+    def __init__(self) -> None:
+        self.sha = hashlib.sha256()
+        self.write = self.sha.update
+
+
+# a node's field names as the capture wrote them (Tracer._add: one order, a few extras) ->
+# the keyed ones and a getter of their values (one C call a node, no dict copied)
+_LAYOUTS: dict[tuple[str, ...], tuple[tuple[str, ...], Callable[[Any], Any]]] = {}
+
+
+def _layout(names: tuple[str, ...]) -> tuple[tuple[str, ...], Callable[[Any], Any]]:
+    keyed = tuple(k for k in names if k not in _UNKEYED)
+    getter: Callable[[Any], Any] = (operator.itemgetter(*keyed) if len(keyed) > 1 else
+                                    lambda data: tuple(data[k] for k in keyed))
+    found = _LAYOUTS[names] = (keyed, getter)
+    return found
+
+
+def _nodes(graph: nx.DiGraph) -> tuple[list[Any], list[str]]:
+    """Each node of ``graph`` as (id, its keyed field names, their values), in the graph's
+    order, and the ops the nodes use, sorted. The names are one tuple object a layout, which
+    the pickler writes once and refers to after."""
+    layouts = _LAYOUTS
+    rows = []
+    ops = set()
+    # networkx's own dict of nodes, as the capture fills it (graph.nodes(data=True)'s view
+    # costs a call a node)
+    for v, data in graph._node.items():
+        names = tuple(data)
+        keyed, getter = layouts.get(names) or _layout(names)
+        rows.append((v, keyed, getter(data)))
+        ops.add(data["op"])
+    return rows, sorted(ops)
+
+
 def key(graph: nx.DiGraph, slots: list[dict[str, Any]], device: str,
         backend: str) -> str | None:
     """The key of the plan of capture ``graph`` (before any pass) with ``slots`` described, or
     None where it is not kept (a GPU plan, a value the key cannot describe)."""
     if device != "cpu":
         return None
-    out = io.BytesIO()
+    out = _Digest()
     try:
-        nodes = []
-        for v, data in graph.nodes(data=True):
-            # the capture writes a node's fields in one order (Tracer._add): the dict as it
-            # is, less the unkeyed fields (sorting each node's items took 3 of gpt's 8 ms)
-            keyed = dict(data)
-            for k in _UNKEYED:
-                keyed.pop(k, None)
-            nodes.append((v, keyed))
-        ops = sorted({data["op"] for _, data in graph.nodes(data=True)})
+        nodes, ops = _nodes(graph)
         # no edges: a capture's edges are its nodes' ("node", u) arguments (Tracer._add),
         # which the nodes hold (listing gpt's 2050 edges took a third of its key)
         _KeyPickler(out, protocol=PROTOCOL).dump(
@@ -179,7 +220,7 @@ def key(graph: nx.DiGraph, slots: list[dict[str, Any]], device: str,
              dict(graph.graph), nodes, slots))
     except (_Unkeyed, pickle.PicklingError, TypeError, AttributeError):
         return None
-    return hashlib.sha256(out.getbuffer()).hexdigest()
+    return out.sha.hexdigest()
 
 
 @functools.cache
