@@ -147,22 +147,80 @@ def _sources_digest() -> str:
     return h.hexdigest()
 
 
+_PLAIN = (int, float, bool, str, type(None))
+
+
+def _setting(value: Any) -> Any:
+    """A module setting's value as plain data, in one order whatever the hash seed (a set's
+    members sorted, a table's items); a module, class or function of ours by name, the op
+    registry as itself (each op the capture uses is keyed as registered now). Raises _Unkeyed
+    for anything else."""
+    t = type(value)
+    if t in _PLAIN:
+        return value
+    if value is REGISTRY:
+        return "registry"
+    if t is tuple or t is list:
+        return (t.__name__, [_setting(v) for v in value])
+    if t is frozenset or t is set:
+        return (t.__name__, sorted((_setting(v) for v in value), key=repr))
+    if t is dict:
+        return ("dict", sorted(([_setting(k), _setting(v)] for k, v in value.items()), key=repr))
+    if isinstance(value, types.ModuleType):
+        return ("module", value.__name__)
+    if isinstance(value, type):
+        return ("class", value.__module__, value.__qualname__)
+    if callable(value):
+        return ("function", _function_id(value))
+    raise _Unkeyed(f"a setting {value!r}")
+
+
 def _environment() -> list[Any]:
     import llvmlite
 
     from codegen.target import host
 
-    from . import fusion, passes, remat
-
-    # the graph passes', fusion's and rematerialization's settings as they are now (a test or
-    # a user may have changed one)
-    settings = sorted((f"{module.__name__}.{name}", value)
-                      for module in (passes, fusion, remat)
-                      for name, value in vars(module).items()
-                      if name.isupper() and type(value) in (int, float, bool, str))
     cpu, features = host()
     return [FORMAT, _sources_digest(), sys.version, platform.machine(), np.__version__,
-            nx.__version__, llvmlite.__version__, cpu, features, settings]
+            nx.__version__, llvmlite.__version__, cpu, features, _settings()]
+
+
+# the settings last described: their values as _typed gives them, and their description
+_SEEN: list[Any] = [None, None]
+
+
+def _settings() -> list[Any]:
+    """The graph passes', fusion's and rematerialization's settings as they are now (a test or
+    a user may have changed one): every upper-case name, a set or a table as much as a number
+    (fusion.LONE_KERNELS, passes.UNMERGEABLE, passes.DEFAULT_PASSES). Described again only
+    where one differs from the values last described (a table changed in place too), which
+    costs a comparison, not the sorting of each set and the naming of each function."""
+    from . import fusion, passes, remat
+
+    named = [(f"{module.__name__}.{name}", value) for module in (passes, fusion, remat)
+             for name, value in vars(module).items() if name.isupper()]
+    typed = [(name, _typed(value)) for name, value in named]
+    if typed == _SEEN[0]:
+        return _SEEN[1]
+    settings = sorted((name, _setting(value)) for name, value in named)
+    _SEEN[:] = [typed, settings]
+    return settings
+
+
+def _typed(value: Any) -> Any:
+    """``value`` as a copy to compare a later value with: each member beside its type (1, 1.0
+    and True are equal, their descriptions are not), a list, set or table copied (one changed
+    in place differs from its copy)."""
+    t = type(value)
+    if value is REGISTRY:  # keyed op by op
+        return t
+    if t is tuple or t is list:
+        return t, tuple(map(_typed, value))
+    if t is frozenset or t is set:
+        return t, frozenset(map(_typed, value))
+    if t is dict:
+        return t, tuple((_typed(k), _typed(v)) for k, v in value.items())
+    return t, value
 
 
 class _Digest:

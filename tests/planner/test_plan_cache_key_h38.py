@@ -10,13 +10,14 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 import networkx as nx
 import numpy as np
 import pytest
 
 import runtime as rt
-from planner import plan_cache
+from planner import fusion, passes, plan_cache, remat
 from planner.capture import capture
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -195,4 +196,39 @@ def test_what_the_key_cannot_describe_stays_unkeyed() -> None:
         g2, slots2 = g.copy(), list(slots)
         change(g2, slots2)
         assert _key(g2, slots2) is None
+    assert _key(g, slots) is not None
+
+
+def _rebound(module: Any, name: str, value: Callable[[Any], Any]) -> Any:
+    return mock.patch.object(module, name, value(getattr(module, name)))
+
+
+SETTINGS: dict[str, Callable[[], Any]] = {
+    # a set or a table planning reads at each call (the key kept only numbers and strings)
+    "fusion.LONE_KERNELS": lambda: _rebound(fusion, "LONE_KERNELS", lambda s: s | {"add"}),
+    "fusion.FMA_KERNELS": lambda: _rebound(fusion, "FMA_KERNELS", lambda s: s - {"lerp"}),
+    "fusion.COMMIT_DEVICES": lambda: _rebound(fusion, "COMMIT_DEVICES", lambda d: ()),
+    "fusion.REDUCTIONS in place": lambda: mock.patch.dict(fusion.REDUCTIONS, {"prod": "mul"}),
+    "passes.UNMERGEABLE": lambda: _rebound(passes, "UNMERGEABLE", lambda s: s | {"const"}),
+    "passes.DEFAULT_PASSES": lambda: _rebound(passes, "DEFAULT_PASSES", lambda p: p[:-1]),
+    # a number of another type that compares equal
+    "fusion.MIN_ELEMENTS as a float": lambda: _rebound(fusion, "MIN_ELEMENTS", float),
+    "remat.ENABLED as an int": lambda: _rebound(remat, "ENABLED", int),
+}
+
+
+@pytest.mark.parametrize("what", sorted(SETTINGS))
+def test_the_key_changes_with_each_setting_planning_reads(what: str) -> None:
+    g, slots = _captured()
+    base = _key(g, slots)
+    with SETTINGS[what]():
+        changed = _key(g, slots)
+    assert base is not None and changed not in (None, base)
+    assert _key(g, slots) == base  # back as it was
+
+
+def test_a_setting_the_key_cannot_describe_leaves_the_capture_unkeyed() -> None:
+    g, slots = _captured()
+    with mock.patch.object(fusion, "LONE_KERNELS", object()):
+        assert _key(g, slots) is None
     assert _key(g, slots) is not None
