@@ -32,6 +32,7 @@ import copyreg
 import dataclasses
 import functools
 import hashlib
+import importlib.util
 import io
 import operator
 import os
@@ -185,6 +186,12 @@ def _environment() -> list[Any]:
             nx.__version__, llvmlite.__version__, cpu, features, _settings()]
 
 
+# the modules whose settings planning reads; fusion is imported only where a step is planned
+# (a warm first call never imports it: 3 to 5 ms), so its settings are keyed as AS_IMPORTED
+# while they are what its source sets, and a key needs not import it
+_SETTINGS_MODULES = ("planner.passes", "planner.fusion", "planner.remat")
+_LAZY = frozenset({"planner.fusion"})
+AS_IMPORTED = "as its source sets them"
 # the settings last described: their values as _typed gives them, and their description
 _SEEN: list[Any] = [None, None]
 
@@ -195,16 +202,39 @@ def _settings() -> list[Any]:
     (fusion.LONE_KERNELS, passes.UNMERGEABLE, passes.DEFAULT_PASSES). Described again only
     where one differs from the values last described (a table changed in place too), which
     costs a comparison, not the sorting of each set and the naming of each function."""
-    from . import fusion, passes, remat
+    from . import passes, remat  # noqa: F401  (planner.compile imports both)
 
-    named = [(f"{module.__name__}.{name}", value) for module in (passes, fusion, remat)
+    modules = [m for m in map(sys.modules.get, _SETTINGS_MODULES) if m is not None]
+    named = [(module.__name__, name, value) for module in modules
              for name, value in vars(module).items() if name.isupper()]
-    typed = [(name, _typed(value)) for name, value in named]
+    typed = [(module, name, _typed(value)) for module, name, value in named]
     if typed == _SEEN[0]:
         return _SEEN[1]
-    settings = sorted((name, _setting(value)) for name, value in named)
+    settings = []
+    for module in _SETTINGS_MODULES:
+        described = sorted((name, _setting(value)) for m, name, value in named if m == module)
+        if module in _LAZY and (module not in sys.modules
+                                or _typed(described) == _as_imported(module)):
+            described = AS_IMPORTED  # the same key whether the module is imported or not
+        settings.append((module, described))
     _SEEN[:] = [typed, settings]
     return settings
+
+
+@functools.cache
+def _as_imported(module: str) -> Any:
+    """The description (as _typed gives it) of the settings ``module``'s source sets: its code run again in
+    a namespace of its own (a settings module's code imports, defines and assigns; it
+    registers nothing), once a process, by a process that imported the module (one that
+    planned a step)."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or spec.loader is None:
+        raise _Unkeyed(f"no source of {module}")
+    fresh = types.ModuleType(module)
+    fresh.__dict__.update(__file__=spec.origin, __package__=spec.parent, __spec__=spec)
+    exec(spec.loader.get_code(module), fresh.__dict__)  # type: ignore[attr-defined]
+    return _typed(sorted((name, _setting(value)) for name, value in vars(fresh).items()
+                         if name.isupper()))
 
 
 def _typed(value: Any) -> Any:

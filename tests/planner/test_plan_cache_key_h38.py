@@ -232,3 +232,46 @@ def test_a_setting_the_key_cannot_describe_leaves_the_capture_unkeyed() -> None:
     with mock.patch.object(fusion, "LONE_KERNELS", object()):
         assert _key(g, slots) is None
     assert _key(g, slots) is not None
+
+
+_NO_FUSION = """
+import sys
+import numpy as np
+import runtime as rt
+from planner import plan_cache
+from planner.capture import capture
+x = rt.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
+w = rt.tensor(np.ones(4, np.float32), requires_grad=True)
+
+def f(x):
+    loss = (x * w).tanh().sum(dim=1).sum()
+    loss.backward()
+    with rt.no_grad():
+        w.sub_(w.grad * 0.1)
+    return loss
+
+cap = capture(f, (x,))
+key = plan_cache.key(cap.graph, [s.describe() for s in cap.slots], "cpu", "llvm")
+print("planner.fusion" in sys.modules, key)
+"""
+
+
+def test_a_key_needs_not_import_fusion_and_is_the_same_where_it_is_imported() -> None:
+    """Fusion is imported only where a step is planned: a warm first call's key leaves it
+    unimported (3 to 5 ms), and keys as a process that imported it does."""
+    out = subprocess.run([sys.executable, "-c", _NO_FUSION], cwd=ROOT, check=True,
+                         capture_output=True, text=True)
+    imported, key = out.stdout.split()
+    assert imported == "False"
+    assert "planner.fusion" in sys.modules and key == _key(*_captured())
+
+
+def test_fusion_settings_as_its_source_sets_them_are_told_from_changed_ones() -> None:
+    g, slots = _captured()
+    base = _key(g, slots)
+    for value in (fusion.MIN_ELEMENTS + 1, float(fusion.MIN_ELEMENTS)):
+        with mock.patch.object(fusion, "MIN_ELEMENTS", value):
+            assert _key(g, slots) not in (None, base)
+    with mock.patch.object(fusion, "NEW_SETTING", 1, create=True):
+        assert _key(g, slots) not in (None, base)
+    assert _key(g, slots) == base
