@@ -19,6 +19,7 @@ import pytest
 import runtime as rt
 from planner import fusion, passes, plan_cache, remat
 from planner.capture import capture
+from runtime.ops.registry import REGISTRY
 
 ROOT = Path(__file__).resolve().parents[2]
 Slots = list[dict[str, Any]]
@@ -240,6 +241,7 @@ import numpy as np
 import runtime as rt
 from planner import plan_cache
 from planner.capture import capture
+from runtime.ops.registry import REGISTRY
 x = rt.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(3, 4))
 w = rt.tensor(np.ones(4, np.float32), requires_grad=True)
 
@@ -274,4 +276,36 @@ def test_fusion_settings_as_its_source_sets_them_are_told_from_changed_ones() ->
             assert _key(g, slots) not in (None, base)
     with mock.patch.object(fusion, "NEW_SETTING", 1, create=True):
         assert _key(g, slots) not in (None, base)
+    assert _key(g, slots) == base
+
+
+def test_a_primitive_changed_in_place_is_described_again() -> None:
+    """A primitive's description is kept between keys: one changed in place (a field set
+    again, a table's items, a function's code) is described again."""
+    g, slots = _captured()
+    base = _key(g, slots)
+    tanh = REGISTRY["tanh"]
+    object.__setattr__(tanh, "differentiable", 1)  # equal to True, another value
+    try:
+        assert _key(g, slots) not in (None, base)
+    finally:
+        object.__setattr__(tanh, "differentiable", True)
+    assert _key(g, slots) == base
+    mul = REGISTRY["mul"]
+    assert mul.saves_if_grad is not None
+    with mock.patch.dict(mul.saves_if_grad, {0: ()}):
+        assert _key(g, slots) not in (None, base)
+    assert _key(g, slots) == base
+    backward = REGISTRY["tanh"].backward
+    code = backward.__code__
+
+    def other(ctx: Any, grad: Any) -> Any:
+        return grad
+
+    assert not code.co_freevars
+    backward.__code__ = other.__code__
+    try:
+        assert _key(g, slots) not in (None, base)
+    finally:
+        backward.__code__ = code
     assert _key(g, slots) == base
