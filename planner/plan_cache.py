@@ -7,13 +7,17 @@ attributes, shape, dtype, device, phase, the autograd function that made it; a c
 bytes; not the autograd sequence numbers, which count up through a process and which planning
 never reads), the graph's outputs, writes and returns, the slots' descriptions, the plan's
 device and backend, each primitive the capture uses as registered now (its functions by name
-and line, its flags), the fusion pass's settings, the host, the versions of Python, numpy,
+and line, its flags), the graph passes', fusion's and rematerialization's settings (every
+upper-case name of theirs, a set or table too; fusion's as "as its source sets them" while
+they are, so that a key needs not import it), the host, the versions of Python, numpy,
 networkx and llvmlite, and the sources of the packages that plan (runtime, planner, codegen;
 by size and modification time, as Python's bytecode cache checks them): a change to any of
 them is a miss. The capture is written out by a pickler that refuses every object but plain
 data, arrays, dtypes, devices, index placeholders and this project's or numpy's classes, so a
 key is exact: a capture holding anything else (a function of the user's in an attribute, a
-primitive registered outside the project) is planned as before and not kept.
+primitive registered outside the project) is planned as before and not kept. The pickle is
+of each node's keyed values (no dict copied) into the sha256 directly; a primitive's and the
+settings' descriptions are kept while what they describe is the same object, unchanged.
 
 An entry is the pickled plan (its data only: ``Plan.__getstate__``; the schedule is computed
 again on load) in the compiled-code cache's PLANS_DIR store (codegen.cache: a private
