@@ -217,8 +217,9 @@ def _environment() -> list[Any]:
 _SETTINGS_MODULES = ("planner.passes", "planner.fusion", "planner.remat")
 _LAZY = frozenset({"planner.fusion"})
 AS_IMPORTED = "as its source sets them"
-# the settings last described: their values as _typed gives them, and their description
-_SEEN: list[Any] = [None, None]
+# the settings last described: (their values as _typed gives them, their description), read
+# and replaced as one (a key may be computed on another thread)
+_SEEN: list[tuple[Any, Any]] = [(None, None)]
 
 
 def _settings() -> list[Any]:
@@ -233,8 +234,9 @@ def _settings() -> list[Any]:
     named = [(module.__name__, name, value) for module in modules
              for name, value in vars(module).items() if name.isupper()]
     typed = [(module, name, _typed(value)) for module, name, value in named]
-    if typed == _SEEN[0]:
-        return _SEEN[1]
+    seen = _SEEN[0]
+    if typed == seen[0]:
+        return seen[1]
     settings = []
     for module in _SETTINGS_MODULES:
         described = sorted((name, _setting(value)) for m, name, value in named if m == module)
@@ -242,7 +244,7 @@ def _settings() -> list[Any]:
                                 or _typed(described) == _as_imported(module)):
             described = AS_IMPORTED  # the same key whether the module is imported or not
         settings.append((module, described))
-    _SEEN[:] = [typed, settings]
+    _SEEN[0] = (typed, settings)
     return settings
 
 
