@@ -113,8 +113,8 @@ _CODE = operator.attrgetter("__code__")
 
 
 def _primitive_id(name: str) -> Any:
-    """Primitive ``name`` as registered now: its functions by module, name and line, its
-    other fields by value. Described again where the registry holds another primitive, a
+    """Primitive ``name`` as registered now (the sha256 of its description: its functions by
+    module, name and line, its other fields by value). Described again where the registry holds another primitive, a
     field another object (compared by identity), a function another code or a table other
     items; else as last time (describing gpt's 32 ops took 0.6 ms each key)."""
     prim = REGISTRY.get(name)
@@ -126,7 +126,7 @@ def _primitive_id(name: str) -> Any:
             and all(map(operator.is_, map(_CODE, seen[2]), seen[3]))
             and list(map(_typed, seen[4])) == seen[5]):
         return seen[6]
-    found = _describe_primitive(prim, values)
+    found = _digest(_describe_primitive(prim, values))
     functions = [v for v in values if hasattr(v, "__code__")]
     tables = [v for v in values if type(v) is dict]
     _PRIMITIVES[name] = (prim, values, functions, list(map(_CODE, functions)), tables,
@@ -222,7 +222,7 @@ AS_IMPORTED = "as its source sets them"
 _SEEN: list[tuple[Any, Any]] = [(None, None)]
 
 
-def _settings() -> list[Any]:
+def _settings() -> bytes:
     """The graph passes', fusion's and rematerialization's settings as they are now (a test or
     a user may have changed one): every upper-case name, a set or a table as much as a number
     (fusion.LONE_KERNELS, passes.UNMERGEABLE, passes.DEFAULT_PASSES). Described again only
@@ -244,8 +244,9 @@ def _settings() -> list[Any]:
                                 or _typed(described) == _as_imported(module)):
             described = AS_IMPORTED  # the same key whether the module is imported or not
         settings.append((module, described))
-    _SEEN[0] = (typed, settings)
-    return settings
+    digest = _digest(settings)
+    _SEEN[0] = (typed, digest)
+    return digest
 
 
 @functools.cache
@@ -262,6 +263,15 @@ def _as_imported(module: str) -> Any:
     exec(spec.loader.get_code(module), fresh.__dict__)  # type: ignore[attr-defined]
     return _typed(sorted((name, _setting(value)) for name, value in vars(fresh).items()
                          if name.isupper()))
+
+
+def _digest(described: Any) -> bytes:
+    """The sha256 of plain data ``described`` as the key's pickler writes it: a description
+    kept between keys enters each key as its 32 bytes, not pickled again (the ops' were most
+    of a key's pickle)."""
+    out = _Digest()
+    _KeyPickler(out, protocol=PROTOCOL).dump(described)
+    return out.sha.digest()
 
 
 def _typed(value: Any) -> Any:
