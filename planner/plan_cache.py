@@ -7,7 +7,8 @@ attributes, shape, dtype, device, phase, the autograd function that made it; a c
 bytes; not the autograd sequence numbers, which count up through a process and which planning
 never reads), the graph's outputs, writes and returns, the slots' descriptions, the plan's
 device and backend, each primitive the capture uses as registered now (its functions by name
-and line, its flags), the graph passes', fusion's and rematerialization's settings (every
+and line, its flags), the graph passes', fusion's, rematerialization's and the cost model's
+settings (planner.cost's and planner.steps', from which the kept schedule was computed; every
 upper-case name of theirs, a set or table too; fusion's as "as its source sets them" while
 they are, so that a key needs not import it), the host, the versions of Python, numpy,
 networkx and llvmlite, and the sources of the packages that plan (runtime, planner, codegen;
@@ -19,8 +20,8 @@ primitive registered outside the project) is planned as before and not kept. The
 of each node's keyed values (no dict copied) into the sha256 directly; a primitive's and the
 settings' descriptions are kept while what they describe is the same object, unchanged.
 
-An entry is the pickled plan (its data only: ``Plan.__getstate__``; the schedule is computed
-again on load) in the compiled-code cache's PLANS_DIR store (codegen.cache: a private
+An entry is the pickled plan (its data and its schedule: ``Plan.kept_state``; the executable
+stays behind) in the compiled-code cache's PLANS_DIR store (codegen.cache: a private
 directory, each entry signed with the cache's secret, an altered or foreign one rejected with
 a warning). It is unpickled by ``_PlanUnpickler``, which builds nothing but the classes a plan
 is made of (steps, kernel IR, dtypes, numpy arrays, the networkx graph), so even a forged
@@ -214,7 +215,10 @@ def _environment() -> list[Any]:
 # the modules whose settings planning reads; fusion is imported only where a step is planned
 # (a warm first call never imports it: 3 to 5 ms), so its settings are keyed as AS_IMPORTED
 # while they are what its source sets, and a key needs not import it
-_SETTINGS_MODULES = ("planner.passes", "planner.fusion", "planner.remat")
+# (and the cost model's: the schedule a kept plan holds is computed from it, as is the
+# communication steps' cost)
+_SETTINGS_MODULES = ("planner.passes", "planner.fusion", "planner.remat", "planner.cost",
+                     "planner.steps")
 _LAZY = frozenset({"planner.fusion"})
 AS_IMPORTED = "as its source sets them"
 # the settings last described: (their values as _typed gives them, their description), read
@@ -228,7 +232,7 @@ def _settings() -> bytes:
     (fusion.LONE_KERNELS, passes.UNMERGEABLE, passes.DEFAULT_PASSES). Described again only
     where one differs from the values last described (a table changed in place too), which
     costs a comparison, not the sorting of each set and the naming of each function."""
-    from . import passes, remat  # noqa: F401  (planner.compile imports both)
+    from . import cost, passes, remat, steps  # noqa: F401  (planner.compile imports them)
 
     modules = [m for m in map(sys.modules.get, _SETTINGS_MODULES) if m is not None]
     named = [(module.__name__, name, value) for module in modules

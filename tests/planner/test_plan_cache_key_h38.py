@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import runtime as rt
-from planner import fusion, passes, plan_cache, remat
+from planner import cost, fusion, passes, plan_cache, remat, steps
 from planner.capture import capture
 from runtime.ops.registry import REGISTRY
 
@@ -215,6 +215,10 @@ SETTINGS: dict[str, Callable[[], Any]] = {
     # a number of another type that compares equal
     "fusion.MIN_ELEMENTS as a float": lambda: _rebound(fusion, "MIN_ELEMENTS", float),
     "remat.ENABLED as an int": lambda: _rebound(remat, "ENABLED", int),
+    # the cost model's, from which a kept plan's schedule was computed
+    "cost.FLOPS_PER_S": lambda: _rebound(cost, "FLOPS_PER_S", lambda v: v / 2),
+    "cost.STEP_OVERHEAD_S": lambda: _rebound(cost, "STEP_OVERHEAD_S", lambda v: v * 2),
+    "steps.COMM_BYTES_PER_S": lambda: _rebound(steps, "COMM_BYTES_PER_S", lambda v: v * 2),
 }
 
 
