@@ -274,7 +274,8 @@ class Search:
     or before that maker has the same array there and is cut there too; cnn's program tried
     45 starts in a row that failed at one view, each making the arrays of the 45 steps before
     it: 9 ms); and the step before which no run starts (the end of a stretch of members with
-    fewer than MIN_CALLS calls: every later start in it has fewer still)."""
+    fewer than MIN_CALLS calls, or of one a cut stops, up to the step after that cut's maker:
+    every later start in it has fewer still)."""
 
     members: dict[int, _Member | None] = field(default_factory=dict)
     cuts: dict[int, int] = field(default_factory=dict)
@@ -305,8 +306,10 @@ def find_run(plan: Plan, start: int, known: Known, module: Any, products: dict[S
         members.append(m)
         calls += m.kind in _CALLS
     if calls < MIN_CALLS:
-        if not cut:
-            search.barren = end
+        # a later start up to ``end`` (and, where a cut stopped this one, up to that cut's
+        # maker: the cut stops it too) has fewer members still: cnn's 46 starts before one
+        # cut walked 1000 members
+        search.barren = min(end, cuts[end] + 1) if cut else end
         return None
     while _calls_in(_ended(members)) >= MIN_CALLS:
         run, bad = _checked_run(plan, members, known)
