@@ -168,17 +168,23 @@ class Run:
         """Offsets for the roots, first fit by liveness: arrays whose lives do not overlap
         share bytes (a kernel's output never shares its inputs': both are live at its
         position), as the plain program's frees let numpy reuse memory."""
-        placed: list[_Root] = []
+        # the roots placed so far that may still be live, in placement order: one dead
+        # before a root's start is dead before every later root's (placed by start), so it
+        # leaves (rnn's 118-step run placed each of its roots against every one before it)
+        active: list[tuple[_Root, int]] = []  # (root, its bytes)
+        peak = 0
         for r in sorted(self.roots, key=lambda r: r.start):
-            live = sorted((q for q in placed if q.end >= r.start), key=lambda q: q.offset)
+            start, size = r.start, r.nbytes
+            active = [(q, n) for q, n in active if q.end >= start]
             offset = 0
-            for q in live:
-                if offset + r.nbytes <= q.offset:
+            for q, n in sorted(active, key=lambda a: a[0].offset):
+                if offset + size <= q.offset:
                     break
-                offset = max(offset, q.offset + q.nbytes)
+                offset = max(offset, q.offset + n)
             r.offset = offset
-            placed.append(r)
-        self.peak = max((r.offset + r.nbytes for r in self.roots), default=0)
+            active.append((r, size))
+            peak = max(peak, offset + size)
+        self.peak = peak
 
     def place(self, arena: np.ndarray) -> list[np.ndarray]:
         """The fixed arrays in ``arena`` (64-byte aligned, at least ``peak`` bytes), in the

@@ -63,3 +63,74 @@ def test_starts_a_cut_leaves_short_of_calls_are_not_walked(
     assert searched is not None and full is not None
     assert searched.source == full.source
     assert walks < 40, walked
+
+
+class _CountingRoot(native._Root):
+    """A root that counts the reads of its ``end`` (how often the layout looks at it)."""
+
+    reads = 0
+
+    def __getattribute__(self, name: str) -> Any:
+        if name == "end":
+            _CountingRoot.reads += 1
+        return super().__getattribute__(name)
+
+
+def _first_fit(roots: list[Any]) -> list[int]:
+    """The layout's offsets as the plain first fit by liveness places them (every root
+    placed so far tested for overlap)."""
+    placed: list[tuple[int, int, int]] = []  # (end, offset, bytes)
+    offsets = {}
+    for k, r in sorted(enumerate(roots), key=lambda kr: kr[1].start):
+        offset = 0
+        for _, at, n in sorted((p for p in placed if p[0] >= r.start), key=lambda p: p[1]):
+            if offset + r.nbytes <= at:
+                break
+            offset = max(offset, at + n)
+        offsets[k] = offset
+        placed.append((r.end, offset, r.nbytes))
+    return [offsets[k] for k in range(len(roots))]
+
+
+def test_the_layout_looks_at_a_dead_root_no_more() -> None:
+    """rnn's 118-step run placed each root against every root placed before it: a root dead
+    before one root's start is dead before every later one's, so the layout drops it (the
+    offsets are first fit's, as before)."""
+    import numpy as np
+
+    g = np.random.default_rng(0)
+    roots = []
+    for k in range(600):
+        start = int(g.integers(0, 1200))
+        roots.append(_CountingRoot(k, (int(g.integers(1, 300)),), np.dtype(np.float32),
+                                   start, start + int(g.integers(0, 6))))
+    run = native.Run([])
+    run.roots = roots
+    expected = _first_fit(roots)
+    _CountingRoot.reads = 0
+    run.lay_out()
+    assert [r.offset for r in roots] == expected
+    assert run.peak == max(r.offset + r.nbytes for r in roots)
+    assert _CountingRoot.reads < 20 * len(roots)
+
+
+def test_a_hint_is_matched_once_a_source(monkeypatch: pytest.MonkeyPatch) -> None:
+    """gpt's program binds 3500 names, most from hints bound before: a hint is checked
+    (``_HINT``) the first time a source names from it, and still refused when bad."""
+    from planner import source
+
+    matched: list[str] = []
+    pattern = source._HINT
+
+    class Counting:
+        def fullmatch(self, text: str) -> Any:
+            matched.append(text)
+            return pattern.fullmatch(text)
+
+    monkeypatch.setattr(source, "_HINT", Counting())
+    src = source.Source()
+    names = [src.name("shape", (k,)) for k in range(50)]
+    assert names[:3] == ["_shape", "_shape_1", "_shape_2"] and len(set(names)) == 50
+    assert matched == ["shape"]
+    with pytest.raises(AssertionError, match="bad name hint"):
+        src.name("no good", 1)
