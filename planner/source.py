@@ -53,9 +53,11 @@ class Source:
         key = self._named.get((hint, id(value)))
         if key is not None and self.names[key] is value:
             return key
-        if not _HINT.fullmatch(hint):  # hints are the generator's: this never fires
-            raise AssertionError(f"bad name hint {hint!r}")
-        n = self._counts.get(hint, 0)
+        n = self._counts.get(hint)
+        if n is None:  # a hint new to this source (hints are the generator's: never fires)
+            if not _HINT.fullmatch(hint):
+                raise AssertionError(f"bad name hint {hint!r}")
+            n = 0
         key = f"_{hint}_{n}" if n else f"_{hint}"
         while key in self.names:  # bound directly (``names[...] = ...``)
             n += 1
