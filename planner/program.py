@@ -61,6 +61,11 @@ from .steps import (
 if TYPE_CHECKING:
     from .plan import Plan
 
+# a step's fast path not looked up yet (``_emit_fast`` asks ``specialize``): the fast path
+# itself may be None
+UNSPECIALIZED: Any = object()
+
+
 def build_program(plan: Plan, checked: bool = False, native: bool = False,
                   in_place: bool = False, native_code: bool = True) -> Program | None:
     """The plan as ``run(plan, args, state, generators) -> (returns, writes)``: the fast
@@ -85,13 +90,13 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False,
     starts = []  # (first source line, step): which step an exception came from
     rest = _rest_before_blas(plan)
 
-    def emit(i: int) -> None:
+    def emit(i: int, fast_path: Any = UNSPECIALIZED) -> None:
         s = plan.steps[i]
         starts.append((len(src.lines) + 2, i))  # line 1 is the def
         if rest is not None and isinstance(s, ExternStep):
             src.line(f"{src.name('rest', rest)}()")
         _emit_step(src, plan, s, known, schedule.inplace.get(i) if fast else None, dropped,
-                   products)
+                   products, fast_path)
         for v in schedule.frees[i]:
             src.line(f"del {src.buf(v)}")
 
@@ -121,8 +126,8 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False,
         # a check (whose failure makes the whole call again) only where it can be made again
         run = nat.find_run(plan, i, known, module, products, dropped, search, checks=pure,
                            commits=in_place) if native else None
-        if run is None:
-            emit(i)
+        if run is None:  # its fast path as its member got it (nat.Search.fast), if it did
+            emit(i, search.fast.pop(i, UNSPECIALIZED) if native else UNSPECIALIZED)
             i += 1
             continue
         runs.append(run)
@@ -411,9 +416,12 @@ def _typed_values(plan: Plan) -> set[int]:
 
 
 def _emit_step(src: Source, plan: Plan, s: Step, known: Known, inplace: int | None,
-               dropped: frozenset[int], products: dict[Step, Any]) -> None:
+               dropped: frozenset[int], products: dict[Step, Any],
+               fast_path: Any = UNSPECIALIZED) -> None:
     """A step's lines: none for a value bound before the run (``_emit_sources``). ``known``
-    and ``products`` are empty for the checked program, which then takes no fast path."""
+    and ``products`` are empty for the checked program, which then takes no fast path.
+    ``fast_path``: the primitive's ``specialize`` result for this step where the caller has
+    it already."""
     if isinstance(s, SourceStep):
         if isinstance(s, RandStep):
             src.line(f"{src.buf(s.out)} = {src.name(f'draw{lit(s.out)}', s.draw)}"
@@ -443,7 +451,7 @@ def _emit_step(src: Source, plan: Plan, s: Step, known: Known, inplace: int | No
         _emit_generic(src, s, wrapped)
     elif product is not None:
         _emit_product(src, plan, s, known, *product)
-    elif not _emit_fast(src, plan, s, known, inplace, dropped):
+    elif not _emit_fast(src, plan, s, known, inplace, dropped, fast_path):
         _emit_generic(src, s)
     known.typed.add(s.out)  # checked, or proved by the probe
 
@@ -661,7 +669,7 @@ def _emit_check(src: Source, s: Step) -> None:
 
 
 def _emit_fast(src: Source, plan: Plan, s: PrimitiveStep, known: Known, inplace: int | None,
-               dropped: frozenset[int]) -> bool:
+               dropped: frozenset[int], fast: Any = UNSPECIALIZED) -> bool:
     """The primitive's own fast path (``Primitive.specialize``) for a step whose arguments
     are plain arrays of their planned dtypes: its result needs no check. False if it has
     none. An expand only ufuncs read is not made at all (they broadcast its source to the
@@ -677,8 +685,9 @@ def _emit_fast(src: Source, plan: Plan, s: PrimitiveStep, known: Known, inplace:
         return True
     metas = plan.schedule.metas
     prim = REGISTRY[s.name]
-    fast = prim.specialize([metas[v] if kind == "buf" else v for kind, v in s.args], s.attrs,
-                           (s.shape, s.dtype.np))
+    if fast is UNSPECIALIZED:
+        fast = prim.specialize([metas[v] if kind == "buf" else v for kind, v in s.args],
+                               s.attrs, (s.shape, s.dtype.np))
     if fast is None:
         return False
     fn = src.name(f"fast_{prim.name}", fast)

@@ -134,3 +134,28 @@ def test_a_hint_is_matched_once_a_source(monkeypatch: pytest.MonkeyPatch) -> Non
     assert matched == ["shape"]
     with pytest.raises(AssertionError, match="bad name hint"):
         src.name("no good", 1)
+
+
+@pytest.mark.parametrize("name", ["cnn", "gpt"])
+def test_a_step_is_specialized_once_a_build(name: str, monkeypatch: pytest.MonkeyPatch
+                                            ) -> None:
+    """A step the run search specialized (its member) and then left out of every run gets
+    that fast path for its plain line instead of specializing again (cnn's window
+    functions: 2 ms); the program is the one a build specializing again writes."""
+    from planner.steps import PrimitiveStep
+    from runtime.ops.registry import Primitive
+
+    plan = _plan(name)
+    before = build_program(plan, native=True, in_place=True)
+    asked: list[Any] = []
+    specialize = Primitive.specialize
+
+    def counting(self: Any, arg_metas: Any, attrs: Any, out_meta: Any) -> Any:
+        asked.append((self.name, out_meta))
+        return specialize(self, arg_metas, attrs, out_meta)
+
+    monkeypatch.setattr(Primitive, "specialize", counting)
+    again = build_program(plan, native=True, in_place=True)
+    assert before is not None and again is not None and again.source == before.source
+    primitives = sum(isinstance(s, PrimitiveStep) for s in plan.steps)
+    assert len(asked) <= primitives
