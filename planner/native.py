@@ -33,6 +33,7 @@ out as they will be, when the run is found.
 from __future__ import annotations
 
 import ctypes
+import functools
 import math
 import threading
 import weakref
@@ -95,6 +96,12 @@ class _Member:
     call: Any = None
     product: Any = None  # a product's codegen.gemm.Product
     entry: tuple[int, int] | None = None  # a kernel's (address, outer)
+
+    @functools.cached_property
+    def inputs(self) -> list[int]:
+        """The buffers its step reads (``Step.buffers``), listed once: a run's tests and its
+        emission read them again and again, and a member serves every start tried."""
+        return self.step.buffers
 
 
 @dataclass
@@ -197,7 +204,7 @@ class Run:
                 a = a.reshape(r.plan_shape)
             self.fixed[r.buf] = a
         for m in self.fixed_views:
-            self.fixed[m.step.out] = m.call(self.fixed[m.step.buffers[0]])
+            self.fixed[m.step.out] = m.call(self.fixed[m.inputs[0]])
         return [self.fixed[v] for v in self.fixed_buffers()] + [
             self.fixed_out[k] for k in self.fixed_outputs()]
 
@@ -342,10 +349,6 @@ def _calls_in(members: list[_Member]) -> int:
     return sum(m.kind in _CALLS for m in members)
 
 
-def _inputs(s: Step) -> list[int]:
-    return [v for k, v in s.args if k == "buf"]
-
-
 def _scratch(m: _Member) -> int:
     """The key of a window member's scratch row among a run's fixed arrays (buffers are
     non-negative)."""
@@ -381,13 +384,13 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
     escaping = {v for v in produced if last.get(v, -1) >= end or v in schedule.needed
                 or v not in freed}
     for m in reversed(members):  # a view that leaves the run takes its source along
-        if m.kind == "view" and m.step.out in escaping and m.step.buffers[0] in produced:
-            escaping.add(m.step.buffers[0])
-    externals = {v for m in members if m.kind != "source" for v in _inputs(m.step)
+        if m.kind == "view" and m.step.out in escaping and m.inputs[0] in produced:
+            escaping.add(m.inputs[0])
+    externals = {v for m in members if m.kind != "source" for v in m.inputs
                  if v not in produced}
     if any(v not in known.typed for v in externals):
         bad = next(p for p, m in enumerate(members) if m.kind != "source"
-                   and any(v not in known.typed and v not in produced for v in _inputs(m.step)))
+                   and any(v not in known.typed and v not in produced for v in m.inputs))
         return Run(members), bad
     run = Run(members, escaping=escaping)
     # what each produced buffer will be laid out as (checked here on arrays so laid out);
@@ -401,11 +404,11 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
         s = m.step
         if m.kind == "source":
             continue
-        for v in _inputs(s):
+        for v in m.inputs:
             if v in root_of:
                 root_of[v].end = p
         if m.kind == "view":
-            src = s.buffers[0]
+            src = m.inputs[0]
             if src in external_rooted:
                 external_rooted.add(s.out)
                 run.outer_views.append(m)
@@ -424,7 +427,7 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
                 root_of[s.out] = root_of[src]
             continue
         if m.kind in ("window", "check"):
-            src = s.buffers[0]
+            src = m.inputs[0]
             if src not in external_rooted:
                 a = proto[src]
                 if a.shape != tuple(metas[src][0]) or not a.flags.c_contiguous:
@@ -444,7 +447,7 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
         if m.kind in _KERNELS:
             assert isinstance(s, KernelStep)
             signature = plan.executable.kernel_signature(s)
-            for v, (shape, dtype) in zip(_inputs(s), signature):
+            for v, (shape, dtype) in zip(m.inputs, signature):
                 if v in external_rooted:
                     continue  # tested in Python
                 a = proto[v]
@@ -461,7 +464,7 @@ def _checked_run(plan: Plan, members: list[_Member], known: Known
                     run.roots.append(root_of[o])
             continue
         call = m.call
-        bufs = s.buffers
+        bufs = m.inputs
         for v, shape in zip(bufs, (call.a, call.b)):
             if v not in external_rooted and proto[v].shape != tuple(shape):
                 return _cut(run, made_by, v), p
@@ -509,7 +512,7 @@ def _commits_stay_last(plan: Plan, members: list[_Member], p: int) -> bool:
     targets = set(step.targets)
     producer = plan.schedule.producer
     for q in members[p + 1:]:
-        for v in q.step.buffers:
+        for v in q.inputs:
             while True:  # v, then what it views, back to its storage's own buffer
                 if v in targets:
                     return False
@@ -548,12 +551,12 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
     exact = set(exact)
     for m in run.outer_views:  # in plan order: a view of a view follows its source
         pre.append(f"{src.buf(m.step.out)} = {src.name(f'fast_{m.step.name}', m.call)}"
-                   f"({src.buf(m.step.buffers[0])})")
-        if m.step.buffers[0] in exact:  # a fast path's result has its planned shape and dtype
+                   f"({src.buf(m.inputs[0])})")
+        if m.inputs[0] in exact:  # a fast path's result has its planned shape and dtype
             exact.add(m.step.out)
     # kernels and window functions read C-contiguous arrays (products any layout)
     contiguous_reads = {v for m in run.calls if m.kind in (*_KERNELS, "window", "check")
-                        for v in _inputs(m.step)}
+                        for v in m.inputs}
     for v in sorted(run.external & contiguous_reads):
         if v not in known.contiguous:
             converted[v] = f"_n{lit(v)}"
@@ -574,17 +577,17 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
         s = m.step
         n = lit(s.out)
         if m.kind in ("window", "check"):
-            v = s.buffers[0]
+            v = m.inputs[0]
             if v in run.external and v not in exact:
                 test(converted.get(v, src.buf(v)), *plan.schedule.metas[v], n, 0)
         elif m.kind in _KERNELS:
             assert isinstance(s, KernelStep)
             signature = plan.executable.kernel_signature(s)
-            for j, (v, (shape, dtype)) in enumerate(zip(_inputs(s), signature)):
+            for j, (v, (shape, dtype)) in enumerate(zip(m.inputs, signature)):
                 if v in run.external and v not in exact:
                     test(converted.get(v, src.buf(v)), shape, dtype, n, j)
         else:
-            bufs = s.buffers
+            bufs = m.inputs
             for j, (v, shape) in enumerate(zip(bufs, (m.call.a, m.call.b, m.call.addend))):
                 if v not in run.external:
                     continue
@@ -622,10 +625,10 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
                         f"{src.name('t', s.dtype.np)})")
     for m in run.fresh_views:
         fn = src.name(f"fast_{m.step.name}", m.call)
-        body.append(f"{src.buf(m.step.out)} = {fn}({src.buf(m.step.buffers[0])})")
+        body.append(f"{src.buf(m.step.out)} = {fn}({src.buf(m.inputs[0])})")
     fixed = set(run.fixed_buffers())
     for m in run.calls:
-        for v in _inputs(m.step) if m.kind in _KERNELS else m.step.buffers:
+        for v in m.inputs:
             if v not in index and v not in fixed:
                 index[v] = argument(converted.get(v, src.buf(v)))
         if m.kind not in (*_KERNELS, "check") and m.step.out in run.escaping:
@@ -645,25 +648,25 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
         if m.kind in _KERNELS:
             assert isinstance(s, KernelStep) and m.entry is not None
             # a commit's outputs are given its states' arrays (it stores through those)
-            slots_of = [index[v] for v in _inputs(s)] + (
+            slots_of = [index[v] for v in m.inputs] + (
                 [index[v] for v in s.targets] if isinstance(s, CommitStep)
                 else [out_index[(m.index, j)] for j in range(len(s.outs))])
             words += [KERNEL, m.entry[0], m.entry[1], len(slots_of), *slots_of]
         elif m.kind == "window":
             form = m.call
-            role = {"in": index[s.buffers[0]], "out": index[s.out]}
+            role = {"in": index[m.inputs[0]], "out": index[s.out]}
             if form.scratch is not None:
                 role["scratch"] = index[_scratch(m)]
             slots_of = [role[r] for r in form.roles]
             words += [PRODUCT, form.address, form.words, 4, *slots_of]
             holds.append(form.holds)
         elif m.kind == "check":
-            slots_of = [index[s.buffers[0]]]
+            slots_of = [index[m.inputs[0]]]
             words += [CHECK, check_entry(), m.call.ctypes.data, 1, *slots_of]
             holds.append(m.call)
             flags.append(f"{src.name('check', m.call)}[3]")
         else:
-            bufs = s.buffers
+            bufs = m.inputs
             c = index[s.out]
             e = index[bufs[2]] if m.call.addend is not None else c
             entry = m.product.entry

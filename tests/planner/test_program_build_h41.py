@@ -159,3 +159,26 @@ def test_a_step_is_specialized_once_a_build(name: str, monkeypatch: pytest.Monke
     assert before is not None and again is not None and again.source == before.source
     primitives = sum(isinstance(s, PrimitiveStep) for s in plan.steps)
     assert len(asked) <= primitives
+
+
+@pytest.mark.parametrize("name", ["cnn", "rnn"])
+def test_a_members_inputs_are_listed_once_a_build(name: str,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's tests and emission read each member's inputs many times (rnn's build listed
+    steps' buffers 536 times for 215 steps): a member lists them once (``_Member.inputs``)
+    and every start tried, every test and the emission share that list."""
+    from planner import steps
+
+    plan = _plan(name)
+    before = build_program(plan, native=True, in_place=True)
+    listed = [0]
+    buffers = steps.Step.buffers
+
+    def counting(self: Any) -> list[int]:
+        listed[0] += 1
+        return buffers.fget(self)
+
+    monkeypatch.setattr(steps.Step, "buffers", property(counting))
+    again = build_program(plan, native=True, in_place=True)
+    assert before is not None and again is not None and again.source == before.source
+    assert listed[0] < 1.5 * len(plan.steps)
