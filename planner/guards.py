@@ -978,7 +978,7 @@ def _library_dirs() -> tuple[str, ...]:
     dirs += site.getsitepackages() if hasattr(site, "getsitepackages") else []
     if site.ENABLE_USER_SITE and site.USER_SITE:
         dirs.append(site.USER_SITE)
-    return tuple(os.path.join(os.path.realpath(d), "") for d in dirs)
+    return tuple(os.path.join(_realpath(d), "") for d in dirs)
 
 
 def users_function(fn: Any) -> bool:
@@ -993,9 +993,32 @@ def users_function(fn: Any) -> bool:
 def _users_file(filename: str) -> bool:
     if filename.startswith("<"):  # exec'd or interactive: the user's
         return not filename.startswith("<frozen")
+    return not _realpath(filename).startswith(_library_dirs())
+
+
+def _realpath(path: str) -> str:
+    """``os.path.realpath(path)``; of an absolute, normalized path by ``_real_dir``, each
+    directory resolved once for all the files in it and under it (realpath took an lstat of
+    each of a file's directories: a first capture of gpt resolved 17 paths in 0.6 ms)."""
     import os
 
-    return not os.path.realpath(filename).startswith(_library_dirs())
+    if not os.path.isabs(path) or path.startswith("//") or os.path.normpath(path) != path:
+        return os.path.realpath(path)  # ("..": after a link, it is the link's target's parent)
+    return _real_dir(path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _real_dir(path: str) -> str:
+    """``os.path.realpath`` of an absolute, normalized ``path``: its parent's, and its own
+    name, unless that is a link (then os.path.realpath, which resolves it)."""
+    import os
+
+    parent, name = os.path.split(path)
+    if not name:
+        return path
+    if os.path.islink(path):
+        return os.path.realpath(path)
+    return os.path.join(_real_dir(parent), name)
 
 
 def _class_functions(cls: type) -> list[Any]:

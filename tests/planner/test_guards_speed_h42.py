@@ -156,3 +156,24 @@ def test_a_workloads_watch_is_unchanged_by_the_caches(name: str) -> None:
         assert found.reads == first.reads and found.writes == first.writes
         assert found.escapes == first.escapes and found.expanded == first.expanded
         assert found.increments == first.increments
+
+
+def test_realpath_by_directory_is_os_realpath(tmp_path: FsPath) -> None:
+    # guards._realpath resolves each directory once (cached) and is os.path.realpath on every
+    # kind of path: links to directories and to files, chains of links, ".." after a link,
+    # relative paths, missing files, the root
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "real" / "sub" / "f.py").write_text("")
+    (tmp_path / "dirlink").symlink_to(tmp_path / "real")
+    (tmp_path / "chain").symlink_to(tmp_path / "dirlink")
+    (tmp_path / "real" / "sub" / "filelink.py").symlink_to(tmp_path / "real" / "sub" / "f.py")
+    (tmp_path / "real" / "up").symlink_to("sub")
+    paths = [tmp_path / "real" / "sub" / "f.py", tmp_path / "dirlink" / "sub" / "f.py",
+             tmp_path / "chain" / "sub" / "filelink.py", tmp_path / "chain" / "up" / "f.py",
+             tmp_path / "dirlink" / "missing.py", tmp_path / "nothere" / "x.py"]
+    texts = [str(p) for p in paths] + [
+        f"{tmp_path}/chain/sub/../sub/f.py", f"{tmp_path}/dirlink/./sub//f.py", "/",
+        "relative/x.py", guards.__file__, os.__file__, "//x/y"]
+    for text in texts:
+        assert guards._realpath(text) == os.path.realpath(text), text
+    assert guards._realpath(str(paths[2])) == str((tmp_path / "real" / "sub" / "f.py").resolve())
