@@ -1209,27 +1209,29 @@ def _decode_3_11(code: types.CodeType) -> tuple[_Instruction, ...]:
     """``dis.get_instructions(code)`` on Python 3.11 (its ``_unpack_opargs``, ``findlabels``
     and argument values, inline caches skipped), without what the walk does not read."""
     raw = code.co_code  # (3.11's co_code is the unspecialized bytecode, as dis reads it)
-    ops: list[tuple[int, int, int | None]] = []
+    ops: list[tuple[int, int, int | None, int | None]] = []
     extended, caches = 0, 0
+    cache_entries = opcode._inline_cache_entries  # type: ignore[attr-defined]
     for i in range(0, len(raw), 2):
         if caches:
             caches -= 1
             continue
         op = raw[i]
-        caches = opcode._inline_cache_entries[op]  # type: ignore[attr-defined]
-        if op >= opcode.HAVE_ARGUMENT:
-            arg: int | None = raw[i + 1] | extended
-            extended = arg << 8 if op == opcode.EXTENDED_ARG else 0  # type: ignore[operator]
+        caches = cache_entries[op]
+        if op >= _HAVE_ARGUMENT:
+            arg = raw[i + 1] | extended
+            extended = arg << 8 if op == _EXTENDED_ARG else 0
             if extended >= 1 << 31:  # dis's signed overflow
                 extended -= 1 << 32
+            ops.append((i, op, arg, _jump_target(i, op, arg)))
         else:
-            arg, extended = None, 0
-        ops.append((i, op, arg))
-    labels = {_jump_target(offset, op, arg) for offset, op, arg in ops if arg is not None}
-    return tuple(_Instruction(dis.opname[op], arg, _argval(code, offset, op, arg),
-                              opcode._nb_ops[arg][1]  # type: ignore[attr-defined]
-                              if op == _BINARY_OP else "", offset in labels)
-                 for offset, op, arg in ops)
+            extended = 0
+            ops.append((i, op, None, None))
+    labels = {target for _, _, _, target in ops}
+    return tuple(_Instruction(_OPNAMES[op], arg, target if target is not None else
+                              _argval(code, op, arg),
+                              _NB_OPS[arg][1] if op == _BINARY_OP else "", offset in labels)
+                 for offset, op, arg, target in ops)
 
 
 _JUMPS_REL = frozenset(dis.hasjrel)
@@ -1238,21 +1240,23 @@ _CONSTS = frozenset(dis.hasconst)
 _NAMES = frozenset(dis.hasname)
 _LOCALS = frozenset(dis.haslocal) | frozenset(dis.hasfree)
 _COMPARES = frozenset(dis.hascompare)
-_BINARY_OP, _LOAD_CONST, _LOAD_GLOBAL = (dis.opmap.get(name) for name in (
-    "BINARY_OP", "LOAD_CONST", "LOAD_GLOBAL"))
+_OPNAMES, _HAVE_ARGUMENT, _NB_OPS = dis.opname, dis.HAVE_ARGUMENT, getattr(opcode, "_nb_ops", ())
+_BINARY_OP, _LOAD_CONST, _LOAD_GLOBAL, _EXTENDED_ARG = (dis.opmap.get(name) for name in (
+    "BINARY_OP", "LOAD_CONST", "LOAD_GLOBAL", "EXTENDED_ARG"))
 
 
 def _jump_target(offset: int, op: int, arg: int) -> int | None:
     """The offset a jump goes to (``dis.findlabels``'s); None: not a jump."""
     if op in _JUMPS_REL:
-        return offset + 2 + (-arg if "JUMP_BACKWARD" in dis.opname[op] else arg) * 2
+        return offset + 2 + (-arg if "JUMP_BACKWARD" in _OPNAMES[op] else arg) * 2
     if op in _JUMPS_ABS:
         return arg * 2
     return None
 
 
-def _argval(code: types.CodeType, offset: int, op: int, arg: int | None) -> Any:
-    """An instruction's ``argval`` as 3.11's ``dis`` gives it (a FORMAT_VALUE's: its arg)."""
+def _argval(code: types.CodeType, op: int, arg: int | None) -> Any:
+    """The ``argval`` 3.11's ``dis`` gives an instruction that is not a jump (a FORMAT_VALUE's:
+    its arg)."""
     if arg is None:
         return None
     if op in _CONSTS:
@@ -1263,8 +1267,7 @@ def _argval(code: types.CodeType, offset: int, op: int, arg: int | None) -> Any:
         return code._varname_from_oparg(arg)  # type: ignore[attr-defined]
     if op in _COMPARES:
         return dis.cmp_op[arg]
-    target = _jump_target(offset, op, arg)
-    return arg if target is None else target
+    return arg
 
 
 def _stored_names(code: Any) -> set[str]:
