@@ -86,10 +86,6 @@ def _reads(fn: Any, *args: Any) -> set[str]:
     return {p.name for p in found.reads if p.kind == "global"}
 
 
-def _scaled(x: Any) -> Any:
-    return (x * SCALE).sum()
-
-
 def _other(x: Any) -> Any:
     return (x * OTHER).sum()
 
