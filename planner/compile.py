@@ -718,6 +718,12 @@ class CompiledStep:
         self.background = background
         self.cuda_graphs = cuda_graph.enabled(cuda_graphs)
         self.fn = fn
+        # the code its plans were captured from: a step whose ``__code__`` is rebound
+        # (``step.__code__ = other.__code__``) is another function, captured anew
+        # (``_code_rebound``), as torch.compile's guard on the frame's code object makes it
+        func = getattr(fn, "__func__", fn)  # a bound method's function
+        self._code_of = func if isinstance(func, types.FunctionType) else None
+        self._code = None if self._code_of is None else self._code_of.__code__
         self.backend = backend
         self.device = canonical_device(device) if device is not None else None
         self.workers = workers
@@ -822,6 +828,9 @@ class CompiledStep:
         return (*args, *moved), kwargs
 
     def _call_flat(self, args: tuple[Any, ...], spec: Any, frozen: Any) -> Any:
+        code_of = self._code_of
+        if code_of is not None and code_of.__code__ is not self._code:
+            self._code_rebound()
         key = (frozen, *_arg_key(args))
         dynamic = self._dynamic.get(frozen)
         if dynamic:
@@ -960,6 +969,17 @@ class CompiledStep:
         finally:
             if pending is not None:
                 pending.start()
+
+    def _code_rebound(self) -> None:
+        """The step's ``__code__`` was rebound since its plans were captured: they are another
+        function's, dropped (the next call captures the new code)."""
+        log.info("recompiling %s: its __code__ was rebound", self._name)
+        self._code = self._code_of.__code__  # type: ignore[union-attr]
+        self._cache.clear()
+        self._dynamic.clear()
+        self._static.clear()
+        self._names = None  # its parameters may be others
+        self._last_key = None
 
     def _with_constants(self, args: tuple[Any, ...], spec: Any, frozen: Any,
                         key: tuple[Any, ...], scalars: frozenset[int], error: Exception) -> Any:
