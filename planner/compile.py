@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import _signal
 import contextlib
-import dis
 import functools
 import gc
 import inspect
@@ -1491,7 +1490,7 @@ def _loads_attribute(code: Any, name: str) -> bool:
                                              for c in code.co_consts):
         return False
     if any(ins.opname in ("LOAD_ATTR", "LOAD_METHOD") and ins.argval == name
-           for ins in dis.get_instructions(code)):
+           for ins in guards._instructions(code)):  # decoded once, by its 3.11 decoder
         return True
     return any(_loads_attribute(c, name) for c in code.co_consts
                if isinstance(c, types.CodeType))
