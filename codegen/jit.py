@@ -1,9 +1,10 @@
 """Optimization (through codegen.target) and MCJIT loading of rendered kernels, and their launch.
 
 Every module is loaded the same way, fresh or from the disk cache: optimized IR -> object code
--> an MCJIT engine over an empty module plus that object file. ctypes calls release the GIL, so
-``CompiledModule.run`` splits the outer range of a big kernel across the native worker pool
-(``codegen.pool``), on as many threads as the intra-op thread budget (``runtime._threads``) allows.
+-> an MCJIT engine over an empty module plus that object file (``codegen.target.object_engine``).
+ctypes calls release the GIL, so ``CompiledModule.run`` splits the outer range of a big kernel
+across the native worker pool (``codegen.pool``), on as many threads as the intra-op thread
+budget (``runtime._threads``) allows.
 A kernel with accumulated outputs splits into a number of chunks fixed by the kernel alone
 (``split_bounds``), so its sums are the same bits on any thread count.
 """
@@ -26,7 +27,8 @@ from llvmlite import ir
 from codegen import ir as kir
 from codegen import pool
 from codegen.launch import cpu_launch_form
-from codegen.target import LOCK, ObjectCode, emit, new_target_machine, target_machine
+from codegen.target import LOCK, ObjectCode, emit, object_engine, target_machine
+from codegen.target import new_target_machine as new_target_machine  # re-exported (tests)
 from codegen.target import optimize as optimize  # re-exported: callers optimize through jit
 from codegen.llvm_emit import OBJECT_ENTRY, ROW_BLOCK, object_entry_ok
 from codegen.lower import EXPENSIVE
@@ -110,7 +112,7 @@ def load(code: ObjectCode, kernels: list[kir.Kernel]) -> CompiledModule:
         # math helper two parts define (the same code) is called by each part's own copy
         # (RuntimeDyld resolves a part's references within it first); an engine a part cost
         # a warm first call 0.6 to 1.5 ms a part more
-        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), new_target_machine())
+        engine = object_engine()
         for part in code.parts():
             engine.add_object_file(llvm.ObjectFileRef.from_data(part.object_file))
         engine.finalize_object()

@@ -1,0 +1,80 @@
+"""Loading compiled code (codegen.jit.load, codegen.target.load_support): what the engines
+that take object files are made of, and that loading stays exact."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import llvmlite.binding as llvm
+import numpy as np
+import pytest
+from codegen_testutil import build
+
+from codegen import ir as K
+from codegen import jit, target
+from codegen.llvm import render
+
+
+def _kernel(name: str, op: str, n: int = 64) -> K.Kernel:
+    f = "float32"
+    inputs = (K.Input("a", f, (1,)), K.Input("b", f, (1,)))
+    exprs = (K.Load(0), K.Load(1), K.Binary(op, 0, 1, f))
+    return K.Kernel(name, (n,), 0, inputs, exprs, (K.Output("out", 2, f),))
+
+
+def _record_target_machines(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The ``opt`` of every target machine created from now on."""
+    opts: list[Any] = []
+    create = llvm.Target.create_target_machine
+
+    def recording(self: llvm.Target, *args: Any, **kwargs: Any) -> llvm.TargetMachine:
+        opts.append(kwargs.get("opt", args[3] if len(args) > 3 else 2))
+        return create(self, *args, **kwargs)
+
+    monkeypatch.setattr(llvm.Target, "create_target_machine", recording)
+    return opts
+
+
+def test_plan_module_engine_gets_a_loader_target_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the engine compiles only its empty module: its target machine is at LOADER_OPT (-O0),
+    # the object code (emitted at -O3 before) is what runs
+    k = _kernel("k0", "add")
+    code = jit.optimize_and_emit(render([k]))
+    opts = _record_target_machines(monkeypatch)
+    cm = jit.load(code, [k])
+    assert opts == [target.LOADER_OPT] == [0]
+    a, b = np.arange(64, dtype=np.float32), np.full(64, 0.5, np.float32)
+    out = np.empty(64, np.float32)
+    cm.run("k0", [a, b], [out])
+    np.testing.assert_array_equal(out, a + b)
+
+
+def test_support_engine_gets_a_loader_target_machine(monkeypatch: pytest.MonkeyPatch) -> None:
+    code = target.emit_as_written(
+        "define i64 @backplan_test_h40_twice(i64 %x) {\n  %y = shl i64 %x, 1\n  ret i64 %y\n}\n")
+    monkeypatch.setattr(target, "_support_engine", None)  # a fresh one, for this test only
+    opts = _record_target_machines(monkeypatch)
+    with target.LOCK:
+        engine, (address,) = target.load_support(code.object_file, "backplan_test_h40_twice")
+    assert opts == [0] and address
+    assert ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_int64)(address)(21) == 42
+    assert engine is target._support_engine
+
+
+def test_two_modules_defining_the_same_kernel_names_run_their_own_kernels() -> None:
+    # each plan module has an engine of its own: "k0" and "k1" of one never resolve to the
+    # other's
+    first = build([_kernel("k0", "add"), _kernel("k1", "mul")])
+    second = build([_kernel("k0", "sub"), _kernel("k1", "maximum")])
+    rng = np.random.default_rng(40)
+    a, b = (rng.standard_normal(64).astype(np.float32) for _ in range(2))
+    expected = {(first, "k0"): a + b, (first, "k1"): a * b,
+                (second, "k0"): a - b, (second, "k1"): np.maximum(a, b)}
+    for (module, name), want in expected.items():
+        out = np.full(64, np.nan, np.float32)
+        module.run(name, [a, b], [out])
+        np.testing.assert_array_equal(out, want)
+        out[:] = np.nan
+        module.launcher(name, [((64,), np.dtype(np.float32))] * 3)([a, b, out])
+        np.testing.assert_array_equal(out, want)
