@@ -92,20 +92,25 @@ def new_target_machine() -> llvm.TargetMachine:
                                         codemodel="jitdefault")
 
 
-# the optimization level of the target machine an engine loading object files gets: the engine
-# compiles only the empty module it is created over (the object files hold machine code
-# already, emitted by ``target_machine`` at -O3), and at -O0 that compile runs LLVM's fast
-# code generation pipeline: creating and finalizing an engine 1.5 -> 0.85 ms (best of 20, a
-# small kernel's object), once per plan module and once for the support engine
+# the target machine an engine loading object files gets: the engine compiles only the empty
+# module it is created over (the object files hold machine code already, emitted by
+# ``target_machine`` for the host at -O3), so any x86-64 machine of the same triple (the same
+# data layout: symbol names resolve alike) serves. At -O0 that compile runs LLVM's fast code
+# generation pipeline (creating and finalizing an engine 1.5 -> 0.85 ms, best of 20, a small
+# kernel's object), and without the host's CPU name and ~110 features the machine is made
+# without parsing them (0.85 -> 0.5 to 0.75 ms): once per plan module, once for the support
+# engine
+LOADER_CPU = ""  # LLVM's generic CPU of the triple
+LOADER_FEATURES = ""
 LOADER_OPT = 0
 
 
 def object_engine() -> llvm.ExecutionEngine:
     """A new MCJIT engine for object files (``add_object_file``), over an empty module and a
-    target machine at LOADER_OPT; the caller holds LOCK."""
-    cpu, features = host()
+    target machine of LOADER_CPU, LOADER_FEATURES and LOADER_OPT; the caller holds LOCK."""
+    _initialize()
     tm = llvm.Target.from_default_triple().create_target_machine(
-        cpu=cpu, features=features, opt=LOADER_OPT, codemodel="jitdefault")
+        cpu=LOADER_CPU, features=LOADER_FEATURES, opt=LOADER_OPT, codemodel="jitdefault")
     return llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
 
 
