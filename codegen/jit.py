@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import llvmlite.binding as llvm
 import numpy as np
@@ -145,15 +145,16 @@ def estimated_us(k: kir.Kernel) -> float:
     return max(elements * per_element / MEMORY_BYTES_PER_US, elements * weight * EXPR_US)
 
 
-def split_bounds(k: kir.Kernel) -> tuple[int, ...]:
+def split_bounds(k: kir.Kernel, work: float | None = None) -> tuple[int, ...]:
     """The chunks of its outer range a kernel with accumulated outputs runs in, whatever the
     thread count (see CHUNK_US), as their edges: one chunk below PARALLEL_MIN_US, else at least
     2 (where the outer range has 2 rows) and at most the outer size. Where every chunk can have
     a ROW_BLOCK of rows, the edges fall on ROW_BLOCK rows, so a chunk folds its compensated sums
     no more often than one call over the whole range would (each fold passes over the output:
     6 chunks of a 448 x 1024 float32 column sum of 34 us took 1.5 us more than one call with
-    unaligned edges, 0.6 us more with aligned ones)."""
-    work, outer = estimated_us(k), k.outer_size
+    unaligned edges, 0.6 us more with aligned ones). ``work``: ``estimated_us(k)`` where the
+    caller has it already."""
+    work, outer = estimated_us(k) if work is None else work, k.outer_size
     if work < PARALLEL_MIN_US or outer < 2:
         return (0, outer)
     partial_bytes = sum(math.prod(kir.output_shape(k, o)) * np.dtype(o.dtype).itemsize
@@ -183,10 +184,11 @@ def even_bounds(size: int, chunks: int) -> ctypes.Array:
 Signature = tuple[tuple[tuple[int, ...], np.dtype], ...]
 
 
-@dataclass(frozen=True)
-class _ArraySpec:
+class _ArraySpec(NamedTuple):
     """What one argument array must be: dtype, and its least element count (the kernel's
-    largest address into it: every domain index times the element strides, plus one)."""
+    largest address into it: every domain index times the element strides, plus one). A named
+    tuple: a module's load makes one per kernel argument (gpt's 855), a frozen dataclass's
+    ``__init__`` cost 4 times a tuple's."""
     name: str
     dtype: np.dtype
     size: int
@@ -232,12 +234,13 @@ class _Launch:
         address, objects_address = (ctypes.cast(f, ctypes.c_void_p).value for f in fns)
         # where no native pool runs, chunks would run one after another anyway
         split = accumulate and pool.available()
-        bounds = split_bounds(k) if split else (0, k.outer_size)
+        work = estimated_us(k)  # once: split_bounds needs it too
+        bounds = split_bounds(k, work) if split else (0, k.outer_size)
         words = [(len(inputs) + j, outputs[j].size, outputs[j].size * outputs[j].dtype.itemsize,
                   pool.combine_address(op, outputs[j].dtype.name))
                  for j, op in (accumulate if len(bounds) > 2 else ())]
         return cls(*fns, address, objects_address, k.outer_size,
-                   estimated_us(k) >= PARALLEL_MIN_US, inputs, outputs, accumulate,
+                   work >= PARALLEL_MIN_US, inputs, outputs, accumulate,
                    len(bounds) - 1, (ctypes.c_int64 * len(bounds))(*bounds),
                    (ctypes.c_int64 * (4 * len(words)))(*(w for ws in words for w in ws)))
 

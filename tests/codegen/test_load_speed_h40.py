@@ -79,3 +79,51 @@ def test_two_modules_defining_the_same_kernel_names_run_their_own_kernels() -> N
         out[:] = np.nan
         module.launcher(name, [((64,), np.dtype(np.float32))] * 3)([a, b, out])
         np.testing.assert_array_equal(out, want)
+
+
+def _column_sums(rows: int) -> K.Kernel:
+    """tanh(x) over (rows, 1024) and its column sums, accumulated over the rows."""
+    f = "float32"
+    exprs = (K.Load(0), K.Unary("tanh", 0, f))
+    return K.Kernel(f"colsums{rows}", (rows, 1024), 0, (K.Input("x", f, (1024, 1)),), exprs,
+                    (K.Output("y", 1, f), K.Output("cols", 1, f, "sum")))
+
+
+@pytest.mark.parametrize("rows", [8, 600, 4096])
+def test_split_bounds_given_the_estimate_are_the_kernels_own(rows: int) -> None:
+    k = _column_sums(rows)
+    assert jit.split_bounds(k, jit.estimated_us(k)) == jit.split_bounds(k)
+
+
+def test_a_kernel_is_estimated_once_when_its_module_loads(monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    k = _column_sums(600)
+    code = jit.optimize_and_emit(render([k]))
+    estimated: list[str] = []
+    real = jit.estimated_us
+
+    def counting(kernel: K.Kernel) -> float:
+        estimated.append(kernel.name)
+        return real(kernel)
+
+    monkeypatch.setattr(jit, "estimated_us", counting)
+    cm = jit.load(code, [k])
+    assert estimated == ["colsums600"]
+    x = np.random.default_rng(1).standard_normal((600, 1024)).astype(np.float32)
+    y, cols = np.empty((600, 1024), np.float32), np.empty(1024, np.float32)
+    cm.run(k, [x], [y, cols])
+    np.testing.assert_allclose(cols, np.tanh(x).sum(axis=0, dtype=np.float64), rtol=1e-5,
+                               atol=1e-4)
+
+
+def test_array_specs_check_as_before() -> None:
+    # the argument specs (named tuples now) still name the argument and what it needs
+    k = _kernel("k0", "add", 16)
+    cm = build([k])
+    a = np.ones(16, np.float32)
+    with pytest.raises(ValueError, match=r"kernel 'k0' output 'out': needs a C-contiguous "
+                       r"float32 array of 16 elements, got float32 shape \(15,\)"):
+        cm.run(k, [a, a], [np.empty(15, np.float32)])
+    with pytest.raises(ValueError, match=r"input 'b': needs a C-contiguous float32 array of at "
+                       r"least 16 elements, got float64"):
+        cm.run(k, [a, a.astype(np.float64)], [np.empty(16, np.float32)])
