@@ -10,8 +10,7 @@ program knows of its values or tests.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -23,17 +22,50 @@ if TYPE_CHECKING:
     from .plan import Plan
 
 
-@dataclass(frozen=True)
 class ProductCall:
     """A matmul (or matmul_add) step run as a generated product: its spec, its operands'
     shapes and its addend's (None for a matmul). The product adds the addend itself where
     ``spec.addend`` (its planned shape has the product's columns: a test of its last stride
-    remains), else the program adds it after."""
+    remains), else the program adds it after. Immutable, compared and hashed by its fields,
+    as a frozen dataclass would be, but written out: this module is first imported while a
+    warm first call loads its plan's code, and a dataclass's generated methods (compiled from
+    source as the class is made) cost that call about 1M instructions."""
+
+    __slots__ = ("spec", "a", "b", "out", "addend")
     spec: GemmSpec
     a: tuple[int, ...]
     b: tuple[int, ...]
     out: tuple[int, ...]
-    addend: tuple[int, ...] | None = None
+    addend: tuple[int, ...] | None
+
+    def __init__(self, spec: GemmSpec, a: tuple[int, ...], b: tuple[int, ...],
+                 out: tuple[int, ...], addend: tuple[int, ...] | None = None) -> None:
+        for name, value in zip(self.__slots__, (spec, a, b, out, addend)):
+            object.__setattr__(self, name, value)
+
+    def _fields(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._fields() == other._fields()  # type: ignore[attr-defined]
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return "ProductCall(" + ", ".join(f"{name}={getattr(self, name)!r}"
+                                          for name in self.__slots__) + ")"
+
+    def __reduce__(self) -> tuple[type[ProductCall], tuple[Any, ...]]:
+        return ProductCall, self._fields()
 
 
 def product_calls(plan: Plan) -> dict[Step, ProductCall]:

@@ -127,3 +127,34 @@ def test_array_specs_check_as_before() -> None:
     with pytest.raises(ValueError, match=r"input 'b': needs a C-contiguous float32 array of at "
                        r"least 16 elements, got float64"):
         cm.run(k, [a, a.astype(np.float64)], [np.empty(16, np.float32)])
+
+
+def test_product_call_behaves_as_the_frozen_dataclass_it_was() -> None:
+    import dataclasses
+    import pickle
+
+    from codegen.gemm import GemmSpec
+    from planner.products import ProductCall
+
+    # made without dataclasses' generated source (compiled as the class is made, in a warm
+    # first call's code loading)
+    assert not dataclasses.is_dataclass(ProductCall)
+    spec = GemmSpec.of((4, 3), (3, 5), np.dtype(np.float32))
+    assert spec is not None
+    call = ProductCall(spec, (4, 3), (3, 5), (4, 5))
+    assert (call.spec, call.a, call.b, call.out, call.addend) == (spec, (4, 3), (3, 5), (4, 5),
+                                                                  None)
+    same, other = ProductCall(spec, (4, 3), (3, 5), (4, 5), None), \
+        ProductCall(spec, (4, 3), (3, 5), (4, 5), (5,))
+    assert call == same and hash(call) == hash(same) and call != other
+    assert call != ((spec, (4, 3), (3, 5), (4, 5), None))
+    assert len({call, same, other}) == 2
+    assert repr(other) == (f"ProductCall(spec={spec!r}, a=(4, 3), b=(3, 5), out=(4, 5), "
+                           f"addend=(5,))")
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field 'a'"):
+        call.a = (1, 1)  # type: ignore[misc]
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot delete field 'out'"):
+        del call.out
+    with pytest.raises(AttributeError):
+        object.__getattribute__(call, "__dict__")
+    assert pickle.loads(pickle.dumps(other)) == other
