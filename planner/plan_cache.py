@@ -212,11 +212,10 @@ def _environment() -> list[Any]:
             nx.__version__, llvmlite.__version__, cpu, features, _settings()]
 
 
-# the modules whose settings planning reads; fusion is imported only where a step is planned
-# (a warm first call never imports it: 3 to 5 ms), so its settings are keyed as AS_IMPORTED
-# while they are what its source sets, and a key needs not import it
-# (and the cost model's: the schedule a kept plan holds is computed from it, as is the
-# communication steps' cost)
+# the modules whose settings planning reads (the cost model's too: a kept plan holds the
+# schedule computed from them, and the communication steps' cost); fusion is imported only
+# where a step is planned (a warm first call never imports it: 3 to 5 ms), so its settings
+# are keyed as AS_IMPORTED while they are what its source sets, and a key needs not import it
 _SETTINGS_MODULES = ("planner.passes", "planner.fusion", "planner.remat", "planner.cost",
                      "planner.steps")
 _LAZY = frozenset({"planner.fusion"})
@@ -227,9 +226,10 @@ _SEEN: list[tuple[Any, Any]] = [(None, None)]
 
 
 def _settings() -> bytes:
-    """The graph passes', fusion's and rematerialization's settings as they are now (a test or
-    a user may have changed one): every upper-case name, a set or a table as much as a number
-    (fusion.LONE_KERNELS, passes.UNMERGEABLE, passes.DEFAULT_PASSES). Described again only
+    """The settings of _SETTINGS_MODULES (the graph passes', fusion's, rematerialization's and
+    the cost model's) as they are now (a test or a user may have changed one): every upper-case
+    name, a set or a table as much as a number (fusion.LONE_KERNELS, passes.UNMERGEABLE,
+    passes.DEFAULT_PASSES). Described again only
     where one differs from the values last described (a table changed in place too), which
     costs a comparison, not the sorting of each set and the naming of each function."""
     from . import cost, passes, remat, steps  # noqa: F401  (planner.compile imports them)
