@@ -43,7 +43,7 @@ import planner
 import runtime as rt
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from opinfo_diff import DTYPES, Skip, compare, to_rt, to_torch  # noqa: E402
+from opinfo_diff import DTYPES, Skip, compare, nudge, to_rt, to_torch  # noqa: E402
 
 # rt against torch: outputs and gradients (float32's gradients sum longer chains)
 VALUE_TOL = {torch.float64: 1e-7, torch.float32: 1e-4}
@@ -352,17 +352,6 @@ def _compare_grads(dtype: torch.dtype, tm: Any, rm: Any, targs: Any, tkw: Any, r
 
 # --- compiled: planner.compile against rt eager ---------------------------------------------
 
-def _nudged(x: Any, rng: np.random.Generator) -> Any:
-    if isinstance(x, rt.Tensor) and x.dtype.is_floating_point and x.numel():
-        noise = rt.from_numpy(rng.standard_normal(tuple(x.shape))).to(x.dtype)
-        return (x.detach() + 0.1 * noise).requires_grad_(x.requires_grad)
-    if type(x) in (list, tuple):
-        return type(x)(_nudged(v, rng) for v in x)
-    if isinstance(x, dict):
-        return {k: _nudged(v, rng) for k, v in x.items()}
-    return x
-
-
 def _training_step(module: Any, weights: list[Any]) -> Callable[[list[Any], dict[str, Any]],
                                                                 Any]:
     """The module's forward and the gradients of sum(outputs * weights) with respect to its
@@ -408,7 +397,7 @@ def compiled_sample(info: Any, dtype: torch.dtype, training: bool, sample: Any,
 
     def nudged() -> tuple[Any, ...]:
         local = np.random.default_rng(seed)
-        return tuple(_nudged(v, local) for v in fresh())
+        return tuple(nudge(v, local) for v in fresh())
 
     tol = COMPILED_TOL[dtype]
     with warnings.catch_warnings(record=True) as caught:

@@ -208,14 +208,16 @@ def eager_sample(op: Any, fn: Any, dtype: torch.dtype, sample: Any) -> str | Non
     return None
 
 
-def _nudged(x: Any, rng: np.random.Generator) -> Any:
+def nudge(x: Any, rng: np.random.Generator) -> Any:
+    """``x`` with new values near its own in each floating tensor it holds (in lists, tuples
+    and dicts; a namedtuple, such as a PackedSequence, as it is): a replay's inputs."""
     if isinstance(x, rt.Tensor) and x.dtype.is_floating_point and x.numel():
         noise = rt.from_numpy(rng.standard_normal(tuple(x.shape))).to(x.dtype)
         return (x.detach() + 0.1 * noise).requires_grad_(x.requires_grad)
-    if isinstance(x, (list, tuple)):
-        return type(x)(_nudged(v, rng) for v in x)
+    if type(x) in (list, tuple):
+        return type(x)(nudge(v, rng) for v in x)
     if isinstance(x, dict):
-        return {k: _nudged(v, rng) for k, v in x.items()}
+        return {k: nudge(v, rng) for k, v in x.items()}
     return x
 
 
@@ -258,7 +260,7 @@ def compiled_sample(fn: Any, grad: bool, sample: Any, rng: np.random.Generator,
 
     def nudged() -> tuple[Any, ...]:
         local = np.random.default_rng(seed)
-        return tuple(_nudged(v, local) for v in fresh())
+        return tuple(nudge(v, local) for v in fresh())
 
     try:
         rt.manual_seed(7)
