@@ -601,6 +601,17 @@ class Tracer:
             return f"{prefix} .grad of {name}"
         return f"a view tensor{list(t.shape)}"
 
+    def own_storage(self, t: Tensor) -> Tensor:
+        """``t`` (its value, history and layout) in a storage of its own: eager mode's copy of
+        it, or a buffer only the result holds, where ``t``'s storage may be another tensor's
+        too (AccumulateGrad's first .grad)."""
+        cell = self.storage_of(t)
+        own = MetaArray(tuple(t.shape), t.dtype.np, cell.node)
+        self.layouts.same_layout(own, cell)
+        out = Tensor._make(own, t.dtype, self.device_of(t), t._grad_fn, t.output_nr)
+        out._rg = t._rg
+        return out
+
     def made_alias(self, t: Tensor) -> None:
         if type(t._data) is not MetaArray:
             self.aliases[id(t)] = t  # (held: its id names it until the capture ends)

@@ -118,6 +118,14 @@ class Layouts:
                 return  # C order, as a new cell stands for (_keep would drop its probe)
             self._keep(cell, _probe(cell.shape, cell.dtype, tuple(strides)))
 
+    def same_layout(self, cell: MetaArray, like: MetaArray) -> None:
+        """``cell``, a storage of its own holding ``like``'s value, is laid out as ``like``."""
+        probe = self.probe(like)
+        if probe is None:
+            self.probes[id(cell)] = (cell, None)
+        elif not probe.flags.c_contiguous:
+            self._keep(cell, probe)
+
     def _keep(self, cell: MetaArray, probe: np.ndarray) -> None:
         """Only probes out of C order are kept (C order is what a missing one stands for):
         a step whose every value is in C order pays no more than a dict lookup an op."""

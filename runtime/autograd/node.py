@@ -444,9 +444,15 @@ class AccumulateGrad(Node):
 
         var = self.variable
         old = var.grad
-        if _trace_state.tracer is not None:
-            # capturing: .grad writes go to the tracer, which plans them as state updates
-            var.grad = (new if is_grad_enabled() else new.detach()) if old is None else old + new
+        tracer = _trace_state.tracer
+        if tracer is not None:
+            # capturing: .grad writes go to the tracer, which plans them as state updates. A
+            # first .grad is memory of its own in eager mode (a copy, or a buffer nobody else
+            # sees), so it is a storage of its own in the capture too: ``(a + b).backward()``
+            # gives a and b one gradient value, and an in-place write to a.grad (a clipping
+            # loop's mul_) must not show through b.grad
+            var.grad = tracer.own_storage(new if is_grad_enabled() else new.detach()) \
+                if old is None else old + new
             return
         if old is None:
             # create_graph keeps the new grad's history; otherwise store a detached value,
