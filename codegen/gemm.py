@@ -142,7 +142,7 @@ FLOP_PER_US = 140_000.0
 _TYPES = {"float32": "float", "float64": "double"}
 _INTRINSIC = {"float32": "f32", "float64": "f64"}
 # the i64 words a product's call reads (``Product.dims``)
-_BATCH, _M, _N, _K, _PANELS, _ITEMS, _ADD = range(7)
+_BATCH, _M, _N, _K, _PANELS, _ITEMS, _ADD, _B_SWAPPED = range(8)
 
 
 def vectors() -> int:
@@ -169,6 +169,9 @@ class GemmSpec:
     n: int
     k: int
     addend: bool = False  # C = A @ B + E: E added to the rounded product as it is stored
+    # B given as the array whose last two axes it swaps (W for W.T): its row and column
+    # strides read the other way round, so the caller makes no transposed view of it
+    b_swapped: bool = False
 
     @classmethod
     def of(cls, a_shape: tuple[int, ...], b_shape: tuple[int, ...], dtype: np.dtype
@@ -189,10 +192,11 @@ class GemmSpec:
 
     def dims(self) -> tuple[int, ...]:
         """The words the product's call reads: batch, m, n, k, the panels of a matrix, the
-        items of the call and whether it adds an addend."""
+        items of the call, whether it adds an addend and whether B comes with its last two
+        axes swapped."""
         panels = -(-self.n // panel_width(self.dtype))
         return (self.batch, self.m, self.n, self.k, panels, self.batch * panels,
-                int(self.addend))
+                int(self.addend), int(self.b_swapped))
 
 
 @functools.cache
@@ -333,7 +337,14 @@ def _function(dtype: str) -> tuple[str, str]:
         for j, back in ((0, 2), (1, 1)):
             x(f"%{v}.i{j} = sub i64 %{v}.nd, {back}")
             x(f"%{v}.s{j}p = getelementptr inbounds i64, ptr %{v}.sp, i64 %{v}.i{j}")
-            x(f"%{v}.s{j} = load i64, ptr %{v}.s{j}p, align 8")
+            x(f"%{v}.s{j}{'.raw' if v == 'b' else ''} = load i64, ptr %{v}.s{j}p, align 8")
+    # B given as the array of its last two axes swapped (``GemmSpec.b_swapped``): its batch
+    # axes are B's, its rows and columns the other way round
+    x(f"%bsw.p = getelementptr inbounds i64, ptr %dims, i64 {_B_SWAPPED}")
+    x("%bsw.w = load i64, ptr %bsw.p, align 8")
+    x("%bsw = icmp ne i64 %bsw.w, 0")
+    x("%b.s0 = select i1 %bsw, i64 %b.s1.raw, i64 %b.s0.raw")
+    x("%b.s1 = select i1 %bsw, i64 %b.s0.raw, i64 %b.s1.raw")
     # the addend: its columns contiguous (the caller's test), its rows along its second last
     # axis unless it has none or it is of size 1 (broadcast rows)
     x("%e.shift = sub i64 %e.nd, %c.nd")
@@ -1045,9 +1056,9 @@ def _module(dtype: str, cache_dir: str | os.PathLike[str] | None) -> _Module:
     return module
 
 
-# a product's seven dimension words: one array type for all (ctypes keeps ``c_int64 * 7``
+# a product's eight dimension words: one array type for all (ctypes keeps ``c_int64 * 7``
 # only weakly, so a type made per product was a reference cycle left to the collector)
-_WORDS = ctypes.c_int64 * 7
+_WORDS = ctypes.c_int64 * 8
 
 
 class Product:
@@ -1079,6 +1090,12 @@ class Product:
         return pyentry.product_builtin(ctypes.cast(self.entry, ctypes.c_void_p).value,
                                        self.dims, f"product_{self.spec.dtype}",
                                        (self._module, self.words))
+
+    @functools.cached_property
+    def b_swapped(self) -> Product:
+        """The same product given, for B, the array whose last two axes B swaps (W, for a
+        product with W.T): its call makes no transposed view."""
+        return Product(dataclasses.replace(self.spec, b_swapped=True), self._module)
 
     @functools.cached_property
     def without_addend(self) -> Product:

@@ -355,7 +355,21 @@ def _scratch(m: _Member) -> int:
     return -1 - m.index
 
 
+_READS: weakref.WeakKeyDictionary[Plan, dict[int, list[tuple[int, int]]]] = \
+    weakref.WeakKeyDictionary()
 _LAST_READS: weakref.WeakKeyDictionary[Plan, dict[int, int]] = weakref.WeakKeyDictionary()
+
+
+def _reads(plan: Plan) -> dict[int, list[tuple[int, int]]]:
+    """Buffer -> (step, argument position) of each read of it, in plan order, once per plan
+    (its steps' buffers listed once a build: see ``_Member.inputs``)."""
+    found = _READS.get(plan)
+    if found is None:
+        found = _READS[plan] = {}
+        for i, s in enumerate(plan.steps):
+            for j, v in enumerate(s.buffers):
+                found.setdefault(v, []).append((i, j))
+    return found
 
 
 def _last_reads(plan: Plan) -> dict[int, int]:
@@ -363,7 +377,7 @@ def _last_reads(plan: Plan) -> dict[int, int]:
     after it: cnn's 57 tests, 6000 step visits)."""
     found = _LAST_READS.get(plan)
     if found is None:
-        found = _LAST_READS[plan] = {v: i for i, s in enumerate(plan.steps) for v in s.buffers}
+        found = _LAST_READS[plan] = {v: reads[-1][0] for v, reads in _reads(plan).items()}
     return found
 
 
@@ -523,6 +537,37 @@ def _commits_stay_last(plan: Plan, members: list[_Member], p: int) -> bool:
     return True
 
 
+def _swapped_operands(plan: Plan, run: Run, exact: set[int]) -> dict[int, int]:
+    """The run's views made in Python that swap the last two axes of an array of its planned
+    shape (``exact``: W.T of a weight W, the forward's x @ W.T) and that only its products
+    read, as their B: view -> its source, which those products are given in its place
+    (``codegen.gemm.GemmSpec.b_swapped``). Each such view cost mlp_small's replay 0.2 to
+    0.3 us to make and free, a third of its Python lines' time besides the fresh outputs."""
+    candidates = {m.step.out: m.inputs[0] for m in run.outer_views
+                  if m.inputs[0] in exact and m.step.out not in plan.schedule.needed
+                  and _swaps_last_axes(m.call, plan.schedule.metas[m.inputs[0]])}
+    if not candidates:
+        return {}
+    in_run = {m.index: m.kind for m in run.members}
+    reads = _reads(plan)  # every reader a product of the run, reading it as B
+    return {view: source for view, source in candidates.items()
+            if all(in_run.get(i) == "product" and j == 1 for i, j in reads.get(view, ()))}
+
+
+def _swaps_last_axes(view_fn: Callable[[np.ndarray], Any], meta: Any) -> bool:
+    """Whether the view function makes, of an array of ``meta``'s shape and dtype, the view
+    of its last two axes swapped (probed on one such array: a view function's result depends
+    on the shape alone)."""
+    shape, dtype = tuple(meta[0]), np.dtype(meta[1])
+    if len(shape) < 2 or min(shape[-2:]) < 2:
+        return False
+    probe = np.empty(shape, dtype)
+    view = view_fn(probe)
+    return (type(view) is np.ndarray and view.ctypes.data == probe.ctypes.data
+            and view.shape == shape[:-2] + shape[:-3:-1]
+            and view.strides == probe.strides[:-2] + probe.strides[:-3:-1])
+
+
 def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str] | None,
              rest: Callable[[], None] | None, exact: set[int] = frozenset()) -> int | None:
     """The run's lines: its arguments tested, its fresh arrays and Python views made, its
@@ -549,7 +594,11 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
         return len(names) - 1
 
     exact = set(exact)
+    # B operands given as their transposed sources, no view made (``_swapped_operands``)
+    swapped = _swapped_operands(plan, run, exact)
     for m in run.outer_views:  # in plan order: a view of a view follows its source
+        if m.step.out in swapped:
+            continue
         pre.append(f"{src.buf(m.step.out)} = {src.name(f'fast_{m.step.name}', m.call)}"
                    f"({src.buf(m.inputs[0])})")
         if m.inputs[0] in exact:  # a fast path's result has its planned shape and dtype
@@ -589,7 +638,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
         else:
             bufs = m.inputs
             for j, (v, shape) in enumerate(zip(bufs, (m.call.a, m.call.b, m.call.addend))):
-                if v not in run.external:
+                if v not in run.external or v in swapped:  # (swapped: exact)
                     continue
                 a = converted.get(v, src.buf(v))
                 if v not in exact:
@@ -629,6 +678,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
     fixed = set(run.fixed_buffers())
     for m in run.calls:
         for v in m.inputs:
+            v = swapped.get(v, v)
             if v not in index and v not in fixed:
                 index[v] = argument(converted.get(v, src.buf(v)))
         if m.kind not in (*_KERNELS, "check") and m.step.out in run.escaping:
@@ -641,6 +691,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
         out_index[key] = first_fixed + k
     words: list[int] = []
     holds: list[Any] = []  # the window functions' code and words, the checks' words
+    products: list[Any] = []  # the products called (each holds its words)
     flags: list[str] = []  # where the checks say whether they failed
     room = 4
     for m in run.calls:
@@ -669,16 +720,17 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
             bufs = m.inputs
             c = index[s.out]
             e = index[bufs[2]] if m.call.addend is not None else c
-            entry = m.product.entry
-            slots_of = [index[bufs[0]], index[bufs[1]], c, e]
-            words += [PRODUCT, ctypes.cast(entry, ctypes.c_void_p).value, m.product.dims, 4,
-                      *slots_of]
+            product = m.product.b_swapped if bufs[1] in swapped else m.product
+            products.append(product)
+            slots_of = [index[bufs[0]], index[swapped.get(bufs[1], bufs[1])], c, e]
+            words += [PRODUCT, ctypes.cast(product.entry, ctypes.c_void_p).value, product.dims,
+                      4, *slots_of]
         room = max(room, len(slots_of))
     room_array = np.zeros(room, np.int64)
     records = np.array([len(run.calls), room_array.ctypes.data, *words], np.int64)
     run.slots = np.zeros(first_fixed + len(fixed) + len(run.fixed_outputs()), np.int64)
     run.first_fixed = first_fixed
-    run.held = [room_array, [m.product for m in run.calls], holds]
+    run.held = [room_array, products, holds]
     if any(m.kind in _KERNELS for m in run.calls):
         run.held.append(plan.executable.module())
     drive = drive_builtin(records, run.slots, len(names), f"run{first}", run.held)
@@ -696,7 +748,7 @@ def emit_run(src: Source, plan: Plan, run: Run, known: Known, fallback: list[str
         src.line(f"{indent}if {' or '.join(flags)}:")
         src.line(f"{indent}    return _plain(plan, args, state, generators)")
     # what the plain lines free in the run, of what this branch bound
-    bound = run.external | run.escaping | {m.step.out for m in run.fresh_views}
+    bound = (run.external | run.escaping | {m.step.out for m in run.fresh_views}) - set(swapped)
     dead = [v for m in run.members for v in schedule.frees[m.index] if v in bound]
     gone = [n for n in names if n.startswith("_o")] + [src.buf(v) for v in dead]
     if gone:

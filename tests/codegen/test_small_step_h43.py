@@ -1,0 +1,68 @@
+"""Products given B as the array whose last two axes it swaps (``GemmSpec.b_swapped``): the
+bits of the same product given the transposed view, within float32 rounding of float64's."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from codegen import gemm
+
+pytestmark = pytest.mark.skipif(not gemm.object_strides_ok(), reason="no product code here")
+
+
+def _pair(spec: gemm.GemmSpec) -> tuple[gemm.Product, gemm.Product]:
+    product = gemm.compiled([spec])[spec]
+    return product, product.b_swapped
+
+
+@pytest.mark.parametrize(("m", "n"), list(itertools.product((1, 2, 5, 9, 32), (1, 3, 9, 10,
+                                                                                   17, 64, 70))))
+def test_b_swapped_equals_the_transposed_view(m: int, n: int) -> None:
+    rng = np.random.default_rng(m * 100 + n)
+    for k in (1, 2, 7, 8, 9, 64, 130, 300):
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        w = rng.standard_normal((n, k)).astype(np.float32)
+        spec = gemm.GemmSpec.of(a.shape, (k, n), np.float32)
+        assert spec is not None
+        plain, swapped = _pair(spec)
+        want = (a.astype(np.float64) @ w.T.astype(np.float64)).astype(np.float32)
+        for given in (w, np.asfortranarray(w), np.ascontiguousarray(w[:, ::-1])[:, ::-1]):
+            for a_given in (a, np.asfortranarray(a)):
+                c = np.full((m, n), np.nan, np.float32)
+                ref = np.empty((m, n), np.float32)
+                swapped.run(a_given, given, c)
+                plain.run(a_given, given.T, ref)
+                np.testing.assert_array_equal(c, ref)
+                np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-4 * np.sqrt(k))
+
+
+def test_b_swapped_batched_and_with_an_addend() -> None:
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 5, 12)).astype(np.float32)
+    w = rng.standard_normal((1, 7, 12)).astype(np.float32)  # broadcast over the batch
+    e = rng.standard_normal((7,)).astype(np.float32)
+    spec = gemm.GemmSpec.of(a.shape, (1, 12, 7), np.float32)
+    assert spec is not None
+    for addend in (False, True):
+        s = gemm.GemmSpec(spec.dtype, spec.batch, spec.m, spec.n, spec.k, addend=addend)
+        plain, swapped = _pair(s)
+        c = np.empty((3, 5, 7), np.float32)
+        ref = np.empty((3, 5, 7), np.float32)
+        swapped.run(a, w, c, e if addend else None)
+        plain.run(a, w.swapaxes(-1, -2), ref, e if addend else None)
+        np.testing.assert_array_equal(c, ref)
+        want = a.astype(np.float64) @ w.swapaxes(-1, -2).astype(np.float64) + (e if addend
+                                                                              else 0)
+        np.testing.assert_allclose(c, want, rtol=1e-4, atol=1e-4)
+
+
+def test_b_swapped_is_a_word_of_its_own() -> None:
+    spec = gemm.GemmSpec("float32", 1, 4, 6, 8)
+    plain, swapped = _pair(spec)
+    assert swapped.spec.b_swapped and not plain.spec.b_swapped
+    assert list(plain.words)[:-1] == list(swapped.words)[:-1]
+    assert (plain.words[-1], swapped.words[-1]) == (0, 1)
+    assert plain.b_swapped is swapped  # made once
