@@ -84,7 +84,8 @@ def build_program(plan: Plan, checked: bool = False, native: bool = False,
     _emit_registry_check(src, plan)
     _emit_sources(src, plan, fast)
     schedule = plan.schedule
-    known = Known(_typed_values(plan) if fast else set(), set())
+    typed = _typed_values(plan) if fast else set()
+    known = Known(typed, _contiguous_consts(plan, typed))
     dropped = _dropped_expands(plan) if fast else frozenset()
     products = plan.executable.products() if plan.device == "cpu" else {}
     starts = []  # (first source line, step): which step an exception came from
@@ -285,7 +286,8 @@ def step_functions(plan: Plan) -> list[StepFunction]:
     it); an input or state value is checked (``fetch``) and made a plain array of its dtype."""
     fast = plan.device == "cpu"
     schedule = plan.schedule
-    known = Known(_typed_values(plan) if fast else set(), set())
+    typed = _typed_values(plan) if fast else set()
+    known = Known(typed, _contiguous_consts(plan, typed))
     dropped = _dropped_expands(plan) if fast else frozenset()
     products = plan.executable.products() if fast else {}
     functions = []
@@ -413,6 +415,14 @@ def _typed_values(plan: Plan) -> set[int]:
     typed |= {b for b, v in plan.consts.items()
               if type(v) is np.ndarray and v.dtype == metas[b][1]}
     return typed
+
+
+def _contiguous_consts(plan: Plan, typed: set[int]) -> set[int]:
+    """The constants among ``typed`` that are C-contiguous: bound once, as they are, and
+    never written (only buffers steps make are reused in place), they stay so. A native run
+    then hands them over without an ``asarray`` a call (mlp_small's targets' class ids and
+    its loss's scale)."""
+    return {b for b, v in plan.consts.items() if b in typed and v.flags.c_contiguous}
 
 
 def _emit_step(src: Source, plan: Plan, s: Step, known: Known, inplace: int | None,

@@ -125,3 +125,14 @@ def test_swaps_last_axes_probe() -> None:
     assert not _swaps_last_axes(lambda a: a.reshape(3, 4), ((4, 3), f32))
     assert not _swaps_last_axes(lambda a: a.T, ((1, 3), f32))  # ambiguous: left alone
     assert not _swaps_last_axes(lambda a: a, ((4,), f32))
+
+
+def test_contiguous_constants_reach_a_run_without_asarray() -> None:
+    step, losses_e, losses_c, *_ = _run_both()
+    source = _native_source(step)
+    consts = [b for b, v in step.plan.consts.items()
+              if isinstance(v, np.ndarray) and v.flags.c_contiguous and f"b{b}" in source]
+    assert consts, source  # cross-entropy's class ids, at least
+    for b in consts:
+        assert f"_asarray(b{b}," not in source, source
+    np.testing.assert_allclose(losses_c, losses_e, rtol=1e-5, atol=1e-6)
