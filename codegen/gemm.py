@@ -135,6 +135,16 @@ DOT_MIN_K = 128
 # 128 the dots' sums of lanes weigh more ((1024, 128) @ (128, 10) 59-70 -> 53-57): panels
 DOT_MAX_N = 16
 DOT_NARROW_MIN_K = 256
+# or where C is small too (DOT_SMALL_C elements at most: a small batch's classifier, mlp_small's
+# (32, 64) @ (64, 10) with W.T) and K is DOT_SMALL_MIN_K or more: a panel's packing (the
+# panel zeroed, its columns copied element by element) is then paid over few rows. Side by
+# side (h43, one thread, best of 12 rounds, B's columns contiguous), panels -> dots in ns:
+# (32, 64) @ (64, 10) 1581 -> 1408, (8, 64) @ (64, 10) 1048 -> 509, (32, 128) @ (128, 10)
+# 3030 -> 1520, (32, 64) @ (64, 16) 1840 -> 1744, (128, 64) @ (64, 3) 3617 -> 1857; where C
+# is larger the dots lose ((64, 64) @ (64, 10) 2258 -> 2344, (128, 64) @ (64, 16) 4263 ->
+# 5840), and over K = 16 (one vector, its lanes' sum weighing most) lose at any size
+DOT_SMALL_C = 512
+DOT_SMALL_MIN_K = 64
 # A product splits its items across the intra-op threads where it is estimated at
 # PARALLEL_MIN_US or more (codegen.jit's threshold for kernels), at FLOP_PER_US.
 FLOP_PER_US = 140_000.0
@@ -379,15 +389,21 @@ def _function(dtype: str) -> tuple[str, str]:
     x("%chunks = udiv i64 %chunks.up, %kc.step")
     x(f"%dot.a = icmp eq i64 %a.s1, {size}")
     x(f"%dot.b = icmp eq i64 %b.s0, {size}")
-    x(f"%dot.rows = icmp sle i64 %m, {DOT_MAX_M}")
-    x(f"%dot.narrow = icmp sle i64 %n, {DOT_MAX_N}")
-    x(f"%dot.long = icmp sge i64 %k, {DOT_NARROW_MIN_K}")
-    x("%dot.cols = and i1 %dot.narrow, %dot.long")
-    x("%dot.m = or i1 %dot.rows, %dot.cols")
+    x(f"%dot.few.rows = icmp sle i64 %m, {DOT_MAX_M}")
     x(f"%dot.k = icmp sge i64 %k, {max(DOT_MIN_K, vl)}")
+    x("%dot.rows = and i1 %dot.few.rows, %dot.k")
+    x(f"%dot.narrow = icmp sle i64 %n, {DOT_MAX_N}")
+    x(f"%dot.long = icmp sge i64 %k, {max(DOT_NARROW_MIN_K, vl)}")
+    # or a small C over K long enough (DOT_SMALL_C, DOT_SMALL_MIN_K)
+    x("%dot.c = mul i64 %m, %n")
+    x(f"%dot.small = icmp sle i64 %dot.c, {DOT_SMALL_C}")
+    x(f"%dot.small.k = icmp sge i64 %k, {max(DOT_SMALL_MIN_K, vl)}")
+    x("%dot.small.c = and i1 %dot.small, %dot.small.k")
+    x("%dot.either = or i1 %dot.long, %dot.small.c")
+    x("%dot.cols = and i1 %dot.narrow, %dot.either")
+    x("%dot.m = or i1 %dot.rows, %dot.cols")
     x("%dot.ab = and i1 %dot.a, %dot.b")
-    x("%dot.mk = and i1 %dot.m, %dot.k")
-    x("%use.dots = and i1 %dot.ab, %dot.mk")
+    x("%use.dots = and i1 %dot.ab, %dot.m")
     # MR-row blocks, the last taking up to MR - 1 - TAIL_ROWS rows past M; the rows left
     # (TAIL_ROWS at most) are one block of TAIL_ROWS rows
     x(f"%blocks.up = add i64 %m, {MR - 1 - TAIL_ROWS}")

@@ -66,3 +66,29 @@ def test_b_swapped_is_a_word_of_its_own() -> None:
     assert list(plain.words)[:-1] == list(swapped.words)[:-1]
     assert (plain.words[-1], swapped.words[-1]) == (0, 1)
     assert plain.b_swapped is swapped  # made once
+
+
+def _summed_as_dots(m: int, n: int, k: int) -> bool:
+    """Whether ``(m, k) @ W.T`` (W of shape (n, k): B's columns contiguous) sums as dot
+    products (lanes of partial sums, then added pairwise) rather than along k one step at a
+    time: a first term of 2**24 and ones after it, in float32, keep none of the ones along k
+    (2**24 + 1 rounds to 2**24) but keep those summed in the other lanes."""
+    a = np.ones((m, k), np.float32)
+    w = np.ones((n, k), np.float32)
+    w[:, 0] = 2.0 ** 24
+    spec = gemm.GemmSpec.of(a.shape, (k, n), np.float32)
+    assert spec is not None
+    c = np.empty((m, n), np.float32)
+    gemm.compiled([spec])[spec].run(a, w.T, c)
+    assert np.all(c == c[0, 0])
+    assert c[0, 0] >= 2.0 ** 24
+    return bool(c[0, 0] > 2.0 ** 24)
+
+
+def test_a_small_narrow_product_of_a_transposed_weight_sums_as_dots() -> None:
+    # mlp_small's classifier (32, 64) @ (64, 10) with W.T: no panel packed for 32 rows
+    assert _summed_as_dots(32, 10, 64)
+    assert _summed_as_dots(128, 3, 64)
+    # a larger C, or K of one vector, keeps the panels
+    assert not _summed_as_dots(64, 10, 64)
+    assert not _summed_as_dots(32, 10, 16)
