@@ -63,8 +63,10 @@ def test_b_swapped_is_a_word_of_its_own() -> None:
     spec = gemm.GemmSpec("float32", 1, 4, 6, 8)
     plain, swapped = _pair(spec)
     assert swapped.spec.b_swapped and not plain.spec.b_swapped
-    assert list(plain.words)[:-1] == list(swapped.words)[:-1]
-    assert (plain.words[-1], swapped.words[-1]) == (0, 1)
+    at = gemm._B_SWAPPED
+    assert [w for i, w in enumerate(plain.words) if i != at] == \
+        [w for i, w in enumerate(swapped.words) if i != at]
+    assert (plain.words[at], swapped.words[at]) == (0, 1)
     assert plain.b_swapped is swapped  # made once
 
 
@@ -92,3 +94,32 @@ def test_a_small_narrow_product_of_a_transposed_weight_sums_as_dots() -> None:
     # a larger C, or K of one vector, keeps the panels
     assert not _summed_as_dots(64, 10, 64)
     assert not _summed_as_dots(32, 10, 16)
+
+
+def test_row_blocks_cover_m_with_the_fewest_rows() -> None:
+    mr, tail = gemm.MR, gemm.TAIL_ROWS
+    assert gemm.row_blocks(32) == (4, 2)  # 32 rows, not 5 x 6 + 4 = 34
+    assert gemm.row_blocks(8) == (0, 2)
+    assert gemm.row_blocks(64) == (10, 1)
+    for m in range(1, 400):
+        blocks, tails = gemm.row_blocks(m)
+        rows = blocks * mr + tails * tail
+        assert rows >= m and rows - m < max(mr, tail), m
+        assert tails * tail < m + tail and (blocks == 0 or blocks * mr < m + mr), m
+        # no plan of MR blocks and tail blocks computes fewer rows (tails past M waste rows)
+        best = min(b * mr + -(-max(m - b * mr, 0) // tail) * tail for b in range(m // mr + 2))
+        assert rows == best, (m, rows, best)
+        words = gemm.GemmSpec("float32", 1, m, 8, 8).dims()
+        assert words[-2:] == (blocks, tails)
+
+
+@pytest.mark.parametrize("m", list(range(1, 41)) + [127, 128, 130])
+def test_products_of_every_row_count(m: int) -> None:
+    rng = np.random.default_rng(m)
+    for n, k in ((64, 64), (10, 64), (5, 7), (70, 33)):
+        a = rng.standard_normal((m, k)).astype(np.float32)
+        for b in (rng.standard_normal((k, n)).astype(np.float32),
+                  rng.standard_normal((n, k)).astype(np.float32).T):
+            c = gemm.matmul(a, b)
+            np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64),
+                                       rtol=1e-4, atol=1e-4)
