@@ -20,6 +20,7 @@ class KernelBuilder:
     def __init__(self) -> None:
         self.exprs: list[kir.Expr] = []
         self._consts: dict[tuple[Any, str], int] = {}
+        self._reduces: dict[kir.Reduce, int] = {}
 
     def _add(self, expr: kir.Expr) -> int:
         self.exprs.append(expr)
@@ -57,4 +58,8 @@ class KernelBuilder:
         return self._add(kir.Cast(x, dtype))
 
     def reduce(self, op: str, x: int, dtype: str) -> int:
-        return self._add(kir.Reduce(op, x, dtype))
+        """One expr per reduction of a value: each Reduce is a pass over the row."""
+        expr = kir.Reduce(op, x, dtype)
+        if expr not in self._reduces:
+            self._reduces[expr] = self._add(expr)
+        return self._reduces[expr]
