@@ -53,10 +53,14 @@ def rematerialize(g: nx.DiGraph) -> int:
     barriers = _barriers(g, order)
     groups: dict[frozenset[int], list[int]] = {}
     cones: dict[int, set[int]] = {}
+    separate = {v for v in early if v not in keep and _separate_readers(g, v, early, barriers)}
+    # early values kept alive into the backward anyway and not recomputed themselves: a cone
+    # stops at them, as at an anchor (``_cone``)
+    made = early - {v for v in early - separate if _held_anyway(g, v, keep, early)}
     for v in order:
-        if v not in early or v in keep or not _separate_readers(g, v, early, barriers):
+        if v not in separate:
             continue
-        found = _cone(g, v, early)
+        found = _cone(g, v, made)
         if found is None:
             continue
         cones[v], anchors = found
@@ -159,7 +163,11 @@ def _separate_readers(g: nx.DiGraph, v: int, early: set[int], barriers: dict[int
 
 
 def _cone(g: nx.DiGraph, v: int, early: set[int]) -> tuple[set[int], frozenset[int]] | None:
-    """The early nodes v is made from (v included) and its anchors."""
+    """The early nodes v is made from (v included) and its anchors. ``early`` leaves out the
+    early values the backward keeps anyway: they are anchors. A softmax's probabilities
+    e / sum(e), whose backward reads the exp e itself, are recomputed from e and the row sums
+    (nothing more kept), not from the scores (a product gpt then kept 1 MiB of, so they were
+    saved): the forward stores one array fewer, and the backward reads one fewer."""
     cone: set[int] = set()
     anchors: set[int] = set()
     stack = [v]

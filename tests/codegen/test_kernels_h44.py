@@ -72,3 +72,35 @@ def test_empty_rows_keep_their_reduction() -> None:
     """The max of an empty row is the reduction's identity, not where(...)'s row value."""
     kb, out = _where_max(nonempty=False)
     assert kb.exprs[out] == K.Reduce("max", 5, F32)
+
+
+def test_softmax_probabilities_are_recomputed_not_saved() -> None:
+    """The backward reads the softmax's exp e itself: it recomputes the probabilities e / s
+    from e and the row sums rather than the forward storing them (an array fewer written and
+    read), with the same results."""
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal((2, 4, 64, 16)).astype(np.float32) for _ in range(3)]
+
+    def step(q: rt.Tensor, k: rt.Tensor, v: rt.Tensor) -> rt.Tensor:
+        y = rt.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True)
+        (y * y).sum().backward()
+        return y
+
+    def run(fn: object) -> tuple[np.ndarray, ...]:
+        ts = [rt.tensor(a, requires_grad=True) for a in arrays]
+        y = fn(*ts)
+        return (y.detach().numpy(), *(t.grad.numpy() for t in ts))
+
+    compiled = planner.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run(compiled)
+        got = run(compiled)
+    for g, w in zip(got, run(step)):
+        np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-6)
+    kernels = [k.kernel for k in compiled.plan.kernels]
+    forward = [k for k in kernels if any(isinstance(e, K.Unary) and e.op == "exp"
+                                         for e in k.exprs)]
+    assert len(forward) == 1
+    saved = [forward[0].exprs[o.value] for o in forward[0].outputs]
+    assert not any(isinstance(e, K.Binary) and e.op == "div" for e in saved), saved
