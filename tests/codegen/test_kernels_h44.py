@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
+import pytest
 
 import planner
 import runtime as rt
@@ -104,3 +105,55 @@ def test_softmax_probabilities_are_recomputed_not_saved() -> None:
     assert len(forward) == 1
     saved = [forward[0].exprs[o.value] for o in forward[0].outputs]
     assert not any(isinstance(e, K.Binary) and e.op == "div" for e in saved), saved
+
+
+# float32 erf (codegen.llvm_math._erf32, GELU's): max ulp against float64 on a dense sweep of
+# every float32 below 4.5 (every 3rd: 1.067 at 1.0743, where the longer tables made 1.107; every 41st here), tails, subnormals,
+# inf, nan
+ERF32_MAX_ULP = 1.08
+
+
+def _float32_erf_sweep(step: int) -> np.ndarray:
+    top = np.array(4.5, np.float32).view(np.int32)
+    below = np.arange(0, top, step, dtype=np.int32).view(np.float32)  # subnormals from 0
+    tails = np.geomspace(4.5, 3e38, 20_001, dtype=np.float32)
+    special = np.array([0.0, np.inf, np.nan, 1.0, np.float32(1.0) - np.float32(2**-24), 4.0,
+                        np.nextafter(np.float32(4.0), np.float32(5.0)),
+                        np.finfo(np.float32).smallest_subnormal, np.finfo(np.float32).max],
+                       np.float32)
+    x = np.concatenate([below, tails, special])
+    return np.concatenate([x, -x])
+
+
+def test_float32_erf_is_within_its_ulps() -> None:
+    special = pytest.importorskip("scipy.special")
+    from tests.codegen.test_llvm_math import run
+
+    x = _float32_erf_sweep(41)
+    got = run("erf", x)
+    exact = special.erf(x.astype(np.float64))
+    rounded = exact.astype(np.float32)
+    nan = np.isnan(x)
+    assert np.isnan(got[nan]).all()
+    assert np.array_equal(got[np.isinf(x)], np.sign(x[np.isinf(x)]))
+    ok = ~nan
+    err = np.abs(got[ok].astype(np.float64) - exact[ok]) / np.spacing(np.abs(rounded[ok])).astype(
+        np.float64)
+    err[got[ok] == rounded[ok]] = 0.0
+    worst = int(np.argmax(err))
+    assert err[worst] <= ERF32_MAX_ULP, f"{err[worst]:.3f} ulp at x={x[ok][worst]!r}"
+    assert np.array_equal(np.signbit(got[x == 0]), np.signbit(x[x == 0]))  # erf(-0) = -0
+
+
+def test_float32_erf_is_short() -> None:
+    """GELU's cost in gpt is its erf: 7 fused multiply-adds for |x| < 1 and 6 for the tail's
+    polynomial, with no exact split of a*a (the 8- and 12-term tables and the split made 29
+    fused multiply-adds of 53 instructions; -a*a + L(a) is one more)."""
+    from llvmlite import ir
+
+    from codegen.llvm_math import _function
+
+    body = str(_function(ir.Module(), "erf", "float32"))
+    assert body.count("llvm.fma") <= 23
+    assert sum(" = " in line for line in body.splitlines()) <= 44
+
