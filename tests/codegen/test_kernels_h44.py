@@ -157,3 +157,39 @@ def test_float32_erf_is_short() -> None:
     assert body.count("llvm.fma") <= 23
     assert sum(" = " in line for line in body.splitlines()) <= 44
 
+
+def test_layer_norm_recomputes_its_normalized_rows_from_the_centered_ones() -> None:
+    """A layer norm between two products: its backward reads x - mean and (x - mean) / std.
+    Neither is worth recomputing from x (kept alive longer in its stead); the second is
+    worth recomputing from the first, which stays saved, and the row std: the forward
+    stores one array fewer, with the same results."""
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal(s).astype(np.float32) for s in ((128, 64), (64, 256),
+                                                                   (256,), (256,), (256, 32))]
+
+    def step(x: rt.Tensor, w1: rt.Tensor, w: rt.Tensor, b: rt.Tensor, w2: rt.Tensor
+             ) -> rt.Tensor:
+        h = rt.nn.functional.layer_norm(x @ w1, (256,), w, b)
+        loss = ((h @ w2) ** 2).sum()
+        loss.backward()
+        return loss
+
+    def run(fn: object) -> tuple[np.ndarray, ...]:
+        ts = [rt.tensor(a, requires_grad=True) for a in arrays]
+        loss = fn(*ts)
+        return (loss.detach().numpy(), *(t.grad.numpy() for t in ts))
+
+    compiled = planner.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        run(compiled)
+        got = run(compiled)
+    for g, w in zip(got, run(step)):  # the sums of products round apart: ulps of the largest
+        np.testing.assert_allclose(g, w, rtol=1e-5, atol=2e-6 * np.abs(w).max())
+    forward = [k.kernel for k in compiled.plan.kernels
+               if any(isinstance(e, K.Unary) and e.op == "sqrt" for e in k.kernel.exprs)]
+    assert len(forward) == 1
+    k = forward[0]
+    full = [o for o in k.outputs if K.output_shape(k, o) == k.domain]
+    ops = sorted(k.exprs[o.value].op for o in full)
+    assert ops == ["add", "sub"], ops  # its result and x - mean; not (x - mean) / std
