@@ -193,3 +193,35 @@ def test_layer_norm_recomputes_its_normalized_rows_from_the_centered_ones() -> N
     full = [o for o in k.outputs if K.output_shape(k, o) == k.domain]
     ops = sorted(k.exprs[o.value].op for o in full)
     assert ops == ["add", "sub"], ops  # its result and x - mean; not (x - mean) / std
+
+
+def _log_softmax(cols: int) -> K.Kernel:
+    return K.Kernel("logsm", (64, cols), 1, (K.Input("x", F32, (cols, 1)),),
+                    (K.Load(0), K.Reduce("max", 0, F32), K.Binary("sub", 0, 1, F32),
+                     K.Unary("exp", 2, F32), K.Reduce("sum", 3, F32), K.Unary("log", 4, F32),
+                     K.Binary("sub", 2, 5, F32)),
+                    (K.Output("y", 6, F32),))
+
+
+def test_short_rows_leave_less_than_a_vector_to_scalar_code() -> None:
+    """A row of 103 (gpt's vocabulary) ran one vector step of 4 x 16 and 39 scalar exps."""
+    from codegen.llvm import interleave
+    from codegen.llvm_math import lanes
+
+    for cols in (103, 64, 256, 1000, 7):
+        k = _log_softmax(cols)
+        n = interleave(k)
+        assert cols % (n * lanes(F32)) < lanes(F32) or n == 1, (cols, n)
+    assert interleave(_log_softmax(256)) == interleave(_log_softmax(64)) == 4
+
+
+def test_short_row_log_softmax_computes_it() -> None:
+    from codegen_testutil import build, run
+
+    x = np.random.default_rng(3).standard_normal((64, 103)).astype(np.float32) * 4
+    k = _log_softmax(103)
+    got, = run(build([k]), k, [x])
+    w = x.astype(np.float64)
+    want = w - w.max(1, keepdims=True)
+    want -= np.log(np.exp(want).sum(1, keepdims=True))
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=2e-6)
