@@ -1,0 +1,63 @@
+"""Issue 12's warm first call (a new process, a warm disk cache): the cuts in the work that
+call does change no value, gradient or capture; the work cut stays cut."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+import planner
+import runtime as rt
+from planner.capture import capture
+
+
+def _no_numpy_dispatch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """np.transpose and np.argsort raise: a permute, its layout probe and its backward use
+    neither (the array's own transpose, the inverse permutation in Python)."""
+    def refuse(name: str) -> Any:
+        def f(*args: Any, **kwargs: Any) -> Any:
+            raise AssertionError(f"np.{name} called")
+        return f
+    monkeypatch.setattr(np, "transpose", refuse("transpose"))
+    monkeypatch.setattr(np, "argsort", refuse("argsort"))
+
+
+@pytest.mark.parametrize("dims", [(2, 0, 1), (1, 2, 0), (0, 2, 1), (-1, 0, 1)])
+def test_permute_and_its_gradient_as_torch(dims: tuple[int, ...],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal(
+        tuple(x.shape[d] for d in dims)).astype(np.float32)
+    tx = torch.tensor(x, requires_grad=True)
+    (tx.permute(*dims) * torch.tensor(w)).sum().backward()
+    _no_numpy_dispatch(monkeypatch)
+    rx = rt.tensor(x, requires_grad=True)
+    y = rx.permute(*dims)
+    assert y.shape == tuple(tx.permute(*dims).shape)
+    np.testing.assert_array_equal(y.detach().numpy(), tx.permute(*dims).detach().numpy())
+    (y * rt.tensor(w)).sum().backward()
+    np.testing.assert_array_equal(rx.grad.numpy(), tx.grad.numpy())
+
+
+def test_a_captured_permute_is_probed_and_differentiated_without_numpy_dispatch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    w = rt.nn.Parameter(rt.tensor(np.arange(24, dtype=np.float32).reshape(2, 3, 4)))
+    x = rt.tensor(np.ones((4, 2, 3), dtype=np.float32))
+
+    def step(x: rt.Tensor) -> rt.Tensor:
+        w.grad = None
+        loss = (w.permute(2, 0, 1) * x).sum()
+        loss.backward()
+        return loss
+
+    _no_numpy_dispatch(monkeypatch)
+    cap = capture(step, (x,))
+    assert "permute" in {data["op"] for _, data in cap.graph.nodes(data=True)}
+    compiled = planner.compile(step)
+    for _ in range(3):
+        got = compiled(x)
+        assert float(got) == float(np.arange(24).sum())
+        np.testing.assert_array_equal(w.grad.numpy(), np.ones((2, 3, 4), dtype=np.float32))
