@@ -268,7 +268,12 @@ def check_signature(k: kir.Kernel, signature: Signature) -> Signature:
     shapes and dtypes (inputs, then outputs) hold every element ``k`` addresses; else a
     ValueError naming the argument. Needs the IR only (``kir.validate``d), no machine code."""
     inputs, outputs = _array_specs(k)
-    specs = inputs + outputs
+    return _checked_signature(k, inputs + outputs, signature)
+
+
+def _checked_signature(k: kir.Kernel, specs: tuple[_ArraySpec, ...],
+                       signature: Signature) -> Signature:
+    """``check_signature`` against ``k``'s array specs ``specs`` (inputs, then outputs)."""
     if len(signature) != len(specs):
         raise ValueError(f"kernel {k.name!r} takes {len(specs)} arrays, the signature has "
                          f"{len(signature)}")
@@ -376,9 +381,12 @@ class CompiledModule:
         return self._launch[kernel if isinstance(kernel, str) else kernel.name].split
 
     def check_signature(self, kernel: str | kir.Kernel, signature: Signature) -> Signature:
-        """``check_signature`` for this module's kernel of that name."""
-        return check_signature(self.kernels[kernel if isinstance(kernel, str) else kernel.name],
-                               signature)
+        """``check_signature`` for this module's kernel of that name, against the array specs
+        its load worked out (``_Launch``: a program's build checks each kernel step's
+        signature, and working them out again cost rnn's warm first call 4M instructions)."""
+        name = kernel if isinstance(kernel, str) else kernel.name
+        launch = self._launch[name]
+        return _checked_signature(self.kernels[name], launch.inputs + launch.outputs, signature)
 
     def launcher(self, kernel: str | kir.Kernel, signature: Signature | None = None
                  ) -> Callable[[list[np.ndarray]], None]:

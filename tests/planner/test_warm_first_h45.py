@@ -61,3 +61,41 @@ def test_a_captured_permute_is_probed_and_differentiated_without_numpy_dispatch(
         got = compiled(x)
         assert float(got) == float(np.arange(24).sum())
         np.testing.assert_array_equal(w.grad.numpy(), np.ones((2, 3, 4), dtype=np.float32))
+
+
+def test_a_loaded_module_checks_signatures_against_the_specs_its_load_made(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A program's build checks each kernel step's signature: against the array specs the
+    module's load worked out, not worked out again; same answers, same errors."""
+    from codegen import ir as K
+    from codegen import jit
+    from codegen.llvm import render
+
+    k = K.Kernel("strided_h45", (4, 4), 0, (K.Input("x", "float32", (8, 1)),),
+                 (K.Load(0),), (K.Output("y", 0, "float32"),))
+    cm = jit.compile_module(render([k]), [k])
+    f32 = np.dtype(np.float32)
+    good = [((28,), f32), ((4, 4), f32)]
+    expected = jit.check_signature(k, good)
+    messages = []
+    for bad in ([((27,), f32), ((4, 4), f32)], [((28,), f32), ((4, 4), np.dtype("f8"))],
+                [((28,), f32)]):
+        with pytest.raises(ValueError) as e:
+            jit.check_signature(k, bad)
+        messages.append(str(e.value))
+
+    def again(kernel: Any) -> Any:
+        raise AssertionError("array specs worked out again")
+    monkeypatch.setattr(jit, "_array_specs", again)
+    assert cm.check_signature(k, good) == expected
+    assert cm.check_signature("strided_h45", good) == expected
+    for bad, message in zip(([((27,), f32), ((4, 4), f32)],
+                             [((28,), f32), ((4, 4), np.dtype("f8"))], [((28,), f32)]),
+                            messages, strict=True):
+        with pytest.raises(ValueError) as e:
+            cm.check_signature(k, bad)
+        assert str(e.value) == message
+    call = cm.launcher(k, good)
+    x, y = np.arange(28, dtype=np.float32), np.empty((4, 4), np.float32)
+    call([x, y])
+    np.testing.assert_array_equal(y, x[np.arange(4)[:, None] * 8 + np.arange(4)])
