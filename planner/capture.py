@@ -32,7 +32,7 @@ from runtime.tensor import Tensor
 from runtime.tracing import GraphBreak, MetaArray, set_tracer
 
 from . import guards, number_guards
-from .graph import template_nodes
+from .graph import new_graph, template_nodes
 from .item_outputs import ItemOut, returned_as_is
 from .layouts import Layouts
 from .number_guards import NumberGuard
@@ -144,7 +144,7 @@ class Capture:
 
 class Tracer:
     def __init__(self, target_device: str | None = None) -> None:
-        self.g = nx.DiGraph(outputs=[], writes=[], returns=None)
+        self.g = new_graph(outputs=[], writes=[], returns=None)
         self.target_device = target_device
         self._next_id = 0
         self.slots: list[Slot] = []

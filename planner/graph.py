@@ -29,6 +29,17 @@ class GraphError(ValueError):
     """A graph breaks an invariant of the format."""
 
 
+def new_graph(**attrs: Any) -> nx.DiGraph:
+    """An empty networkx DiGraph with graph attributes ``attrs``, made as networkx's own
+    ``DiGraph.__new__`` makes one (``object.__new__``, its comment says). That ``__new__`` is a
+    backend dispatcher whose first call in a process compiles its wrapper: 0.6 ms of a warm
+    first call, which makes no other graph (the kept plan's graph loads lazily). A capture
+    reads networkx's own dicts, so it wants networkx's class whatever backend is set."""
+    g = object.__new__(nx.DiGraph)
+    g.__init__(**attrs)  # type: ignore[misc]
+    return g
+
+
 def add_value(g: nx.DiGraph, op: str, args: list[Arg], attrs: dict[str, Any],
               shape: tuple[int, ...], dtype: Any, device: str, **extra: Any) -> int:
     """Add one value node (with its argument edges) under the next free id; return the id."""

@@ -99,3 +99,31 @@ def test_a_loaded_module_checks_signatures_against_the_specs_its_load_made(
     x, y = np.arange(28, dtype=np.float32), np.empty((4, 4), np.float32)
     call([x, y])
     np.testing.assert_array_equal(y, x[np.arange(4)[:, None] * 8 + np.arange(4)])
+
+
+def test_a_capture_makes_its_graph_without_networkx_backend_dispatch(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """networkx's DiGraph.__new__ (a backend dispatcher, compiled at its first call in a
+    process) is not called: the capture's graph is made as that __new__ makes one, and it
+    is a networkx DiGraph with the capture's graph attributes."""
+    import networkx as nx
+
+    from planner.graph import new_graph
+
+    def refuse(cls: Any, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("networkx's DiGraph.__new__ called")
+    monkeypatch.setattr(nx.DiGraph, "__new__", staticmethod(refuse))
+    g = new_graph(outputs=[], returns=None)
+    assert type(g) is nx.DiGraph and g.graph == {"outputs": [], "returns": None}
+    assert g.number_of_nodes() == 0 and g.number_of_edges() == 0
+    g.add_edge(1, 2, pos=[0])
+    assert list(g.successors(1)) == [2] and list(g.predecessors(2)) == [1]
+    w = rt.nn.Parameter(rt.tensor(np.ones(3, dtype=np.float32)))
+
+    def step(x: rt.Tensor) -> rt.Tensor:
+        return (w * x).sum()
+
+    cap = capture(step, (rt.tensor(np.arange(3, dtype=np.float32)),))
+    assert type(cap.graph) is nx.DiGraph
+    assert {data["op"] for _, data in cap.graph.nodes(data=True)} >= {"mul", "sum"}
+    assert set(cap.graph.graph) == {"outputs", "writes", "returns"}
