@@ -11,7 +11,6 @@ import contextlib
 import functools
 
 import math
-import re
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -200,7 +199,18 @@ class Primitive:
         if self.node_name is not None:
             return self.node_name
         camel = "".join(p.capitalize() for p in self.name.split("_"))
-        return re.sub(r"(?<=\d)[a-z]", lambda m: m.group().upper(), camel) + "Backward0"
+        return _capital_after_digits(camel) + "Backward0"
+
+
+def _capital_after_digits(name: str) -> str:
+    """``name`` with each ASCII lower-case letter after a decimal digit upper-case (as
+    ``re.sub(r"(?<=\\d)[a-z]", ...)`` gives it, without compiling that pattern: a warm first
+    call's capture compiled it, asking the names of its primitives' nodes)."""
+    chars = list(name)
+    for i in range(1, len(chars)):
+        if chars[i - 1].isdecimal() and "a" <= chars[i] <= "z":
+            chars[i] = chars[i].upper()
+    return "".join(chars)
 
 
 REGISTRY: dict[str, Primitive] = {}

@@ -127,3 +127,32 @@ def test_a_capture_makes_its_graph_without_networkx_backend_dispatch(
     assert type(cap.graph) is nx.DiGraph
     assert {data["op"] for _, data in cap.graph.nodes(data=True)} >= {"mul", "sum"}
     assert set(cap.graph.graph) == {"outputs", "writes", "returns"}
+
+
+def test_backward_names_without_a_regular_expression(monkeypatch: pytest.MonkeyPatch) -> None:
+    """PyTorch's backward node names (a letter after a digit capital: Log1PBackward0) as the
+    pattern gave them, for every registered primitive, without compiling a pattern."""
+    import re
+
+    from runtime.ops.registry import REGISTRY, Primitive
+
+    def by_pattern(name: str) -> str:
+        camel = "".join(p.capitalize() for p in name.split("_"))
+        return re.sub(r"(?<=\d)[a-z]", lambda m: m.group().upper(), camel) + "Backward0"
+
+    expected = {name: by_pattern(name) for name in [*REGISTRY, "log1p", "expm1", "x2y_3z",
+                                                    "a1b2c3", "conv2d_9x", "atan2"]}
+    assert expected["log1p"] == "Log1PBackward0" and expected["x2y_3z"] == "X2Y3ZBackward0"
+
+    def refuse(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a regular expression used")
+    monkeypatch.setattr(re, "sub", refuse)
+    monkeypatch.setattr(re, "compile", refuse)
+    compute = Primitive.backward_name.func  # type: ignore[attr-defined]
+    for name, prim in REGISTRY.items():
+        if prim.node_name is None:
+            assert compute(prim) == expected[name]
+    for name in ("log1p", "expm1", "x2y_3z", "a1b2c3", "conv2d_9x", "atan2"):
+        fake = type("P", (), {"node_name": None, "name": name})()
+        assert compute(fake) == expected[name], name
+    assert REGISTRY["log1p"].backward_name == "Log1PBackward0"
