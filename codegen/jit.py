@@ -136,11 +136,18 @@ def _entries(engines: list[llvm.ExecutionEngine], name: str) -> tuple[int, int]:
     return 0, 0
 
 
+# a kernel's dtype (its IR names one: "float32") as numpy's dtype, made once a name: numpy
+# makes one from a string in about 1.3 us, and a module's load asks it of every input and
+# output of every kernel, twice (estimated_us, _array_specs); numpy's dtype of a builtin
+# scalar type is one object whatever made it, so the answer is the object np.dtype gives
+_dtype: Callable[[str], np.dtype] = functools.cache(np.dtype)
+
+
 def estimated_us(k: kir.Kernel) -> float:
     """A rough single-thread time of ``k``: memory traffic or arithmetic, whichever is more."""
     elements = math.prod(k.domain)
-    per_element = sum(np.dtype(i.dtype).itemsize for i in k.inputs if any(i.strides))
-    per_element += sum(np.dtype(o.dtype).itemsize for o in k.outputs)
+    per_element = sum(_dtype(i.dtype).itemsize for i in k.inputs if any(i.strides))
+    per_element += sum(_dtype(o.dtype).itemsize for o in k.outputs)
     weight = sum(EXPENSIVE.get(getattr(e, "op", ""), 1) for e in k.exprs)
     return max(elements * per_element / MEMORY_BYTES_PER_US, elements * weight * EXPR_US)
 
@@ -157,7 +164,7 @@ def split_bounds(k: kir.Kernel, work: float | None = None) -> tuple[int, ...]:
     work, outer = estimated_us(k) if work is None else work, k.outer_size
     if work < PARALLEL_MIN_US or outer < 2:
         return (0, outer)
-    partial_bytes = sum(math.prod(kir.output_shape(k, o)) * np.dtype(o.dtype).itemsize
+    partial_bytes = sum(math.prod(kir.output_shape(k, o)) * _dtype(o.dtype).itemsize
                         for o in k.outputs if o.accumulate is not None)
     partial_us = PARTIAL_PASSES * partial_bytes / MEMORY_BYTES_PER_US
     fit = min(work / CHUNK_US, 1 + PARTIAL_SHARE * work / partial_us if partial_us else math.inf)
@@ -253,11 +260,11 @@ def _array_specs(k: kir.Kernel) -> tuple[tuple[_ArraySpec, ...], tuple[_ArraySpe
     shape), an ``into`` output through its input, which ``kir.validate`` requires dense."""
     empty = not all(k.domain)
     inputs = tuple(
-        _ArraySpec(f"input {inp.name!r}", np.dtype(inp.dtype),
+        _ArraySpec(f"input {inp.name!r}", _dtype(inp.dtype),
                    0 if empty else 1 + sum((d - 1) * s for d, s in zip(k.domain, inp.strides)),
                    exact=False)
         for inp in k.inputs)
-    outputs = tuple(_ArraySpec(f"output {out.name!r}", np.dtype(out.dtype),
+    outputs = tuple(_ArraySpec(f"output {out.name!r}", _dtype(out.dtype),
                                math.prod(kir.output_shape(k, out)), exact=True)
                     for out in k.outputs)
     return inputs, outputs

@@ -156,3 +156,32 @@ def test_backward_names_without_a_regular_expression(monkeypatch: pytest.MonkeyP
         fake = type("P", (), {"node_name": None, "name": name})()
         assert compute(fake) == expected[name], name
     assert REGISTRY["log1p"].backward_name == "Log1PBackward0"
+
+
+def test_a_module_load_makes_each_dtype_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """estimated_us, split_bounds and the array specs read a kernel's dtypes by name from
+    numpy once a name (np.dtype of a string cost 1.3 us, asked of every array of every
+    kernel a load meets), with the objects and figures np.dtype gives."""
+    import types
+
+    from codegen import ir as K
+    from codegen import jit
+
+    kernels = [K.Kernel(f"k{i}", (64, 32 + i), 1,
+                        (K.Input("x", "float32", (32 + i, 1)), K.Input("y", "float64", (0, 1))),
+                        (K.Load(0), K.Load(1), K.Reduce("sum", 0, "float32")),
+                        (K.Output("s", 2, "float32"),)) for i in range(5)]
+    for k in kernels:
+        K.validate(k)
+    expected = [(jit.estimated_us(k), jit.split_bounds(k), jit._array_specs(k)) for k in kernels]
+    made: list[Any] = []
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        made.append(args)
+        return np.dtype(*args, **kwargs)
+    monkeypatch.setattr(jit, "np", types.SimpleNamespace(**{**vars(np), "dtype": counted}))
+    got = [(jit.estimated_us(k), jit.split_bounds(k), jit._array_specs(k)) for k in kernels]
+    assert got == expected
+    assert made == []
+    specs = got[0][2]
+    assert specs[0][0].dtype is np.dtype(np.float32) and specs[0][1].dtype is np.dtype("f8")
