@@ -185,3 +185,42 @@ def test_a_module_load_makes_each_dtype_once(monkeypatch: pytest.MonkeyPatch) ->
     assert made == []
     specs = got[0][2]
     assert specs[0][0].dtype is np.dtype(np.float32) and specs[0][1].dtype is np.dtype("f8")
+
+
+def test_to_arguments_without_compiling_a_named_tuple() -> None:
+    """A process's first ``to`` (a warm first call's capture of a step calling it) imports
+    runtime.ops.to_arguments without compiling code (typing.NamedTuple's eval); its answer
+    is the 5-tuple it was, each field also by name."""
+    import subprocess
+    import sys
+
+    code = (
+        "import builtins\n"
+        "import runtime as rt\n"
+        "def refuse(*a, **k):\n"
+        "    raise AssertionError('code compiled')\n"
+        "builtins.eval = refuse\n"
+        "from runtime.ops.to_arguments import parse_to\n"
+        "a = parse_to(('cpu',), {'dtype': rt.float64, 'copy': True})\n"
+        "assert a == ('cpu', rt.float64, False, True, None) and isinstance(a, tuple)\n"
+        "assert (a.device, a.dtype, a.non_blocking, a.copy, a.memory_format) == tuple(a)\n"
+        "x = rt.ones(2).to(rt.float64)\n"
+        "assert x.dtype is rt.float64\n"
+        "print(repr(a))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ("ToArguments(device='cpu', dtype=runtime.float64, "
+                                  "non_blocking=False, copy=True, memory_format=None)")
+
+
+def test_to_arguments_pickle_and_copy() -> None:
+    import copy
+    import pickle
+
+    from runtime.ops.to_arguments import parse_to
+
+    a = parse_to((rt.float32,), {"non_blocking": True})
+    assert a == (None, rt.float32, True, False, None)
+    for b in (pickle.loads(pickle.dumps(a)), copy.copy(a), copy.deepcopy(a)):
+        assert b == a and type(b) is type(a) and b.non_blocking is True
