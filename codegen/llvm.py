@@ -262,19 +262,24 @@ def interleave(kernel: kir.Kernel) -> int:
 
 # the rows of a group (``group_rows``), in vectors
 GROUP_VECTORS = 2
+# a kernel's rows run in groups where they are shorter than this many vectors
+GROUP_BELOW_VECTORS = 4
 
 
 def group_rows(kernel: kir.Kernel) -> int:
     """How many rows a group of a kernel's rows holds (``KernelEmitter._emit_grouped``, where
     the kernel allows groups; 1: none): GROUP_VECTORS vectors' lanes where a row is shorter
-    than a vector and evaluates a math function (cross-entropy's log_softmax over 10 classes:
-    a row's exp and log of its sum were a chain of scalar steps the next row waited for), else
-    1. mlp_small's (32, 10) kernel, best of 300 side by side: 0.92 us with groups of 16, 0.89
-    with 32 or 64."""
+    than GROUP_BELOW_VECTORS vectors and the kernel evaluates a math function (cross-entropy's
+    log_softmax over 10 classes: a row's exp and log of its sum were a chain of scalar steps
+    the next row waited for), else 1. Best of 40 to 300 side by side, log_softmax over
+    (32, 10): 1.74 -> 0.94 us (groups of 16: 0.92, of 64: 0.89); (2048, 17): 122 -> 74;
+    (1024, 24): 60 -> 39; (1024, 40): 97 -> 70; (1024, 50): 100 -> 74. Longer rows gain
+    less and then lose: 70 to 120 about 10 %, (256, 1000) 263 -> 329 us, gpt's softmax
+    rows of 64 and cross-entropy rows of 103 the same within noise."""
     if not kernel.outer_shape or len(kernel.inner_shape) != 1:
         return 1
     lanes = _lanes(kernel)
-    if kernel.inner_shape[-1] >= lanes or not math_calls(kernel):
+    if kernel.inner_shape[-1] >= GROUP_BELOW_VECTORS * lanes or not math_calls(kernel):
         return 1
     return GROUP_VECTORS * lanes
 

@@ -469,7 +469,7 @@ class KernelEmitter:
 
     def _emit_grouped(self, start: V, stop: V) -> None:
         """The rows of [start, stop) in groups of ``group_rows`` (``groupable`` kernels, with
-        rows shorter than a vector: ``codegen.llvm.group_rows``). Per stage, the values
+        short rows: ``codegen.llvm.group_rows``). Per stage, the values
         constant along a row (a log of a row's sum, ...) are computed for the whole group in
         one loop over its rows, which the vectorizer runs across the lanes of a vector (its
         tail masked), into stack arrays of a value a row; then the stage's loop over each

@@ -104,8 +104,8 @@ def _run(kernel: K.Kernel, arrays: list[np.ndarray], threads: int = 1) -> list[n
 
 @pytest.mark.parametrize("case", list(CASES))
 def test_every_short_row_length(case: str) -> None:
-    """Rows of 1..40 (grouped below a vector's lanes, one row at a time above): float64
-    numpy's results within float32 rounding, and the same bits as row-at-a-time code."""
+    """Rows of 1..40 (grouped where the kernel has math in it): float64 numpy's results
+    within float32 rounding, and the same bits as row-at-a-time code."""
     for n in range(1, 41):
         kernel, arrays = _kernel(case, ROWS, n)
         got = _run(kernel, arrays)
@@ -119,12 +119,12 @@ def test_every_short_row_length(case: str) -> None:
 
 
 def test_short_rows_with_math_are_grouped() -> None:
-    """log_softmax over rows of 10 runs in groups; without math, or over rows of a vector or
-    more, a kernel runs a row at a time (a group would only add loops)."""
-    lanes = L.preferred_vector_bits() // 32
+    """log_softmax over rows of 10 (and up to GROUP_BELOW_VECTORS vectors) runs in groups;
+    without math, or over longer rows, a kernel runs a row at a time."""
+    below = L.GROUP_BELOW_VECTORS * L.preferred_vector_bits() // 32
     assert L.group_rows(cpu_launch_form(_kernel("log_softmax", 32, 10)[0])) > 1
-    assert L.group_rows(cpu_launch_form(_kernel("logsumexp", 32, lanes - 1)[0])) > 1
-    assert L.group_rows(cpu_launch_form(_kernel("logsumexp", 32, lanes)[0])) == 1
+    assert L.group_rows(cpu_launch_form(_kernel("logsumexp", 32, below - 1)[0])) > 1
+    assert L.group_rows(cpu_launch_form(_kernel("logsumexp", 32, below)[0])) == 1
     assert L.group_rows(cpu_launch_form(_kernel("max", 32, 10)[0])) == 1
 
 
@@ -165,7 +165,7 @@ def _at_guard(shape: tuple[int, ...], keep: list[object]) -> np.ndarray:
 
 
 @pytest.mark.skipif(not hasattr(mmap, "PROT_READ"), reason="needs POSIX mmap and mprotect")
-@pytest.mark.parametrize("n", [1, 3, 7, 10, 15, 17])
+@pytest.mark.parametrize("n", [1, 3, 7, 10, 15, 17, 33, 63])
 def test_masked_lanes_stay_inside_arrays(n: int) -> None:
     """Every input and output ends at a page no access may touch: the last row's masked
     vectors (and a partial group's) read and write nothing past its end."""
