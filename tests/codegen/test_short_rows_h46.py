@@ -191,3 +191,41 @@ def test_groups_do_not_depend_on_threads(threads: int) -> None:
     one = _run(kernel, arrays, threads=1)
     for got, want in zip(_run(kernel, arrays, threads=threads), one, strict=True):
         np.testing.assert_array_equal(got, want)
+
+
+def _masked_softmax(dtype: str) -> tuple[KernelBuilder, list[int]]:
+    """A causal softmax's row: rows all -inf give 0 (a bool row value, m == -inf, and a
+    where), others exp(x - m) / sum."""
+    kb = KernelBuilder()
+    x = kb.load(0)
+    m = kb.reduce("max", x, dtype)
+    empty = kb.binary("eq", m, kb.const(-np.inf, dtype), "bool")
+    shifted = kb.where(empty, kb.const(0.0, dtype), kb.binary("sub", x, m, dtype), dtype)
+    e = kb.unary("exp", shifted, dtype)
+    return kb, [kb.binary("div", e, kb.reduce("sum", e, dtype), dtype)]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_row_values_of_every_dtype(dtype: str) -> None:
+    """Grouped rows keep float64 and bool row values too: the same bits as row-at-a-time
+    code, and numpy's (a row all -inf gives 1 / n)."""
+    for n in (1, 5, 10, 23):
+        rng = np.random.default_rng(n)
+        x = rng.standard_normal((ROWS, n)).astype(dtype)
+        x[::3, : max(1, n // 2)] = -np.inf
+        x[::7] = -np.inf
+        kb, values = _masked_softmax(dtype)
+        kernel = K.Kernel("k", (ROWS, n), 1, inputs_for([x], (ROWS, n)), tuple(kb.exprs),
+                          tuple(K.Output(f"out{j}", v, dtype) for j, v in enumerate(values)))
+        assert L.group_rows(cpu_launch_form(kernel)) > 1
+        outs = [np.full((ROWS, n), np.nan, dtype)]
+        build([kernel]).run(kernel, [x], outs, threads=1)
+        with _groups(0):
+            plain = [np.full((ROWS, n), np.nan, dtype)]
+            build([kernel]).run(kernel, [x], plain, threads=1)
+        np.testing.assert_array_equal(outs[0], plain[0])
+        m = x.max(axis=1, keepdims=True)
+        with np.errstate(invalid="ignore"):  # -inf - -inf, not chosen
+            e = np.exp(np.where(m == -np.inf, 0, x - m))
+        want = e / e.sum(axis=1, keepdims=True)
+        np.testing.assert_allclose(outs[0], want, rtol=4 * np.finfo(dtype).eps, atol=0)
