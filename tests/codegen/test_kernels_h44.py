@@ -21,6 +21,23 @@ def _max_passes(kernel: K.Kernel) -> int:
     return sum(isinstance(e, K.Reduce) and e.op == "max" for e in kernel.exprs)
 
 
+def _compiled_and_eager(step, arrays: list[np.ndarray]
+                        ) -> tuple[object, list[np.ndarray], list[np.ndarray]]:
+    """``step`` compiled (its second call, no fallback to eager) and eager on ``arrays`` as
+    leaves: (the compiled step, its result and grads, eager mode's)."""
+    def run(fn: object) -> list[np.ndarray]:
+        ts = [rt.tensor(a, requires_grad=True) for a in arrays]
+        out = fn(*ts)
+        return [out.detach().numpy(), *(t.grad.numpy() for t in ts)]
+
+    compiled = planner.compile(step)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback to eager
+        run(compiled)
+        got = run(compiled)
+    return compiled, got, run(step)
+
+
 def test_causal_softmax_takes_its_row_max_once() -> None:
     """SDPA's causal softmax zeroes all -inf rows (where(max == -inf, 0, s)) and takes the
     max of that again: the same row max, or 0, needs no second pass over the row."""
@@ -32,17 +49,7 @@ def test_causal_softmax_takes_its_row_max_once() -> None:
         y.sum().backward()
         return y
 
-    def run(fn: object) -> tuple[np.ndarray, ...]:
-        ts = [rt.tensor(a, requires_grad=True) for a in arrays]
-        y = fn(*ts)
-        return (y.detach().numpy(), *(t.grad.numpy() for t in ts))
-
-    compiled = planner.compile(step)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")  # no fallback to eager
-        run(compiled)
-        got = run(compiled)
-    want = run(step)
+    compiled, got, want = _compiled_and_eager(step, arrays)
     for g, w in zip(got, want):  # the backward's row sums cancel: a few ulps of its inputs
         np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-6)
     softmax = [k for k in compiled.plan.kernels if any(
@@ -87,17 +94,8 @@ def test_softmax_probabilities_are_recomputed_not_saved() -> None:
         (y * y).sum().backward()
         return y
 
-    def run(fn: object) -> tuple[np.ndarray, ...]:
-        ts = [rt.tensor(a, requires_grad=True) for a in arrays]
-        y = fn(*ts)
-        return (y.detach().numpy(), *(t.grad.numpy() for t in ts))
-
-    compiled = planner.compile(step)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        run(compiled)
-        got = run(compiled)
-    for g, w in zip(got, run(step)):
+    compiled, got, want = _compiled_and_eager(step, arrays)
+    for g, w in zip(got, want):
         np.testing.assert_allclose(g, w, rtol=2e-6, atol=1e-6)
     kernels = [k.kernel for k in compiled.plan.kernels]
     forward = [k for k in kernels if any(isinstance(e, K.Unary) and e.op == "exp"
@@ -174,17 +172,8 @@ def test_layer_norm_recomputes_its_normalized_rows_from_the_centered_ones() -> N
         loss.backward()
         return loss
 
-    def run(fn: object) -> tuple[np.ndarray, ...]:
-        ts = [rt.tensor(a, requires_grad=True) for a in arrays]
-        loss = fn(*ts)
-        return (loss.detach().numpy(), *(t.grad.numpy() for t in ts))
-
-    compiled = planner.compile(step)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        run(compiled)
-        got = run(compiled)
-    for g, w in zip(got, run(step)):  # the sums of products round apart: ulps of the largest
+    compiled, got, want = _compiled_and_eager(step, arrays)
+    for g, w in zip(got, want):  # the sums of products round apart: ulps of the largest
         np.testing.assert_allclose(g, w, rtol=1e-5, atol=2e-6 * np.abs(w).max())
     forward = [k.kernel for k in compiled.plan.kernels
                if any(isinstance(e, K.Unary) and e.op == "sqrt" for e in k.kernel.exprs)]
