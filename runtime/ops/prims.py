@@ -744,10 +744,23 @@ def cast_values(x: Any, dtype: np.dtype) -> Any:
         return x.astype(dtype)
 
 
+def _cast_fast(arg_metas: ArgMetas, attrs: Attrs, out_meta: OutMeta) -> FastPath:
+    """``x.astype(dtype)`` itself where cast_values makes that call and nothing else (not a
+    float to an integer: numpy's warning silenced, uint8 through int64): a replay's cast of
+    its float64 learning rate to float32 went through the impl and a check of its result
+    (5,400 instructions of mlp_small's step). astype gives an ndarray, 0-d included."""
+    if len(arg_metas) != 1 or not is_array_meta(arg_metas[0]):
+        return None
+    source, target = arg_metas[0][1], np.dtype(attrs["dtype"].np)
+    if (source.kind == "f" and target.kind != "f") or target != out_meta[1]:
+        return None
+    return operator.methodcaller("astype", target)
+
+
 CAST = register(Primitive(
     "cast", impl=_cast_impl, infer=_cast_infer,
     backward=lambda c, g: (F.cast(g, c.dtype(0)),), attrs=("dtype",), lower=_lower_cast,
-    elementwise=True, flops=flops_none, node_name="ToCopyBackward0"))
+    elementwise=True, flops=flops_none, node_name="ToCopyBackward0", specializer=_cast_fast))
 
 
 def _clamp_bwd(c: Any, g: Any) -> tuple[Any]:

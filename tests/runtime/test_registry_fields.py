@@ -300,12 +300,18 @@ def _pow_case(rng: np.random.Generator) -> Case:
     return args, attrs
 
 
+def _cast_case(rng: np.random.Generator) -> Case:
+    """An array of any dtype to any dtype (a float to an integer: the impl's, no fast path)."""
+    dtype = [rt.bool, rt.uint8, rt.int32, rt.int64, rt.float32, rt.float64][int(rng.integers(6))]
+    return [_array(rng, _shape(rng), _dtype(rng))], {"dtype": dtype}
+
+
 CASES: dict[str, Callable[[np.random.Generator], Case]] = {
     "sum": _reduce_case, "amax": _reduce_case, "mean": _reduce_case, "where": _where_case,
     "matmul": _matmul_case, "reshape": _reshape_case, "permute": _permute_case,
     "expand": _expand_case, "getitem": _getitem_case, "index_backward": _index_backward_case,
     "argmax": _arg_case, "argmin": _arg_case, "unfold": _unfold_case, "fold": _fold_case,
-    "pow": _pow_case,
+    "pow": _pow_case, "cast": _cast_case,
 }
 for _name, _prim in REGISTRY.items():
     if _prim.ufunc is not None:
