@@ -1674,26 +1674,32 @@ class _Replayer:
         if self.stored:
             work.append("result, stored = _stage_stored(_stored, result, args, arrays, state, "
                         "writes)")
+        grad_stores = set()  # the stores that are one assignment of a .grad slot (see below)
         for v, (slot, _) in zip(values, self.plan.writes, strict=True):
             stage, store, target = self.writers[slot]
-            if stage is None:
+            if stage is None and store is _write_into:
+                # a native run's commit stored it already: only the version counted, inline
+                # (_write_into's own test); else the store (mlp_small: 6 calls a replay)
+                t = name("target", target)
+                stores.append(f"if {v} is {t}._data:\n    {t}._vc.v += 1\n"
+                              f"else:\n    {name('store', store)}({t}, {v})")
+            elif stage is None:
                 stores.append(f"{name('store', store)}({name('target', target)}, {v})")
             elif getattr(stage, "func", None) in (_stage_fresh_grad, _stage_fresh_input_grad):
                 # the new .grad, inline: of a tensor known now, or of an argument
                 owner, dtype, device = stage.args  # type: ignore[attr-defined]
                 work.append(f"g{v} = None if {v} is None else _make({v}, "
                             f"{name('dtype', dtype)}, {name('device', device)})")
-                target = name("owner", owner) if stage.func is _stage_fresh_grad \
-                    else f"args[{int(owner)}]"  # type: ignore[attr-defined]
-                stores.append(f"_set_grad({target}, g{v})")
+                stores.append(_grad_store(name, owner, stage.func is _stage_fresh_grad, v))
+                grad_stores.add(stores[-1])
             else:  # staged straight (no sources to check against)
                 work.append(f"s{v} = {name('stage', stage)}({v}, args, None)")
                 stores.append(f"s{v}[0](s{v}[1], s{v}[2])")
         if self.stored:  # after the others: a live object stored is one they make
             stores.append("_store_all(stored)")
         held = [*stores] if not self.hold_run else [*work, *stores]
-        if len(held) == 1 and held[0].startswith("_set_grad("):
-            # one .grad assigned: a single C call (the slot's setter), which a signal lands
+        if len(held) == 1 and held[0] in grad_stores:
+            # one .grad assigned: a single store (the slot's setter), which a signal lands
             # before or after, so nothing to hold (the chain workload's x.grad: the handler's
             # swap and back took 5,200 instructions and two system calls a call)
             work.append(held.pop())
@@ -1702,12 +1708,12 @@ class _Replayer:
                    for i in sorted(self.binding.scalar_inputs)]
         names["_number"] = _number_input
         # a step that writes nothing (a gradient returned) has no stores to keep together
-        guarded = ["    held = _hold()", "    try:", *(f"        {line}" for line in held),
+        guarded = ["    held = _hold()", "    try:", *(_indented(line, 8) for line in held),
                    "    finally:", "        _release(held)"] if held else []
         lines = ["def replay(args):",
                  "    arrays = [a._data if isinstance(a, _Tensor) else None for a in args]",
                  *scalars,
-                 *([] if self.hold_run else [f"    {line}" for line in work]),
+                 *([] if self.hold_run else [_indented(line, 4) for line in work]),
                  *guarded,
                  f"    return {made}" if not self.marks else
                  f"    return _attach({made}, _marks, args)"]
@@ -1776,6 +1782,24 @@ class _Replayer:
         return staged
 
 
+def _indented(line: str, by: int) -> str:
+    """A line of the written-out replay (possibly several: an if/else) indented ``by``."""
+    return "\n".join(" " * by + part for part in line.split("\n"))
+
+
+def _grad_store(name: Callable[[str, Any], str], owner: Any, known: bool, v: str) -> str:
+    """The statement assigning the new .grad ``g<v>``: to a tensor known now (``known``) or
+    to the argument at ``owner``. One store either way, which a signal lands before or
+    after. A known tensor whose class sets ``_grad`` as Tensor does (its slot, no
+    ``__setattr__`` of its own) takes a plain attribute assignment, a bytecode, in place of a
+    call of the slot's setter (a method-wrapper: about 1,000 instructions each)."""
+    if known and type(owner).__setattr__ is object.__setattr__ \
+            and type(owner)._grad is Tensor._grad:  # type: ignore[attr-defined]
+        return f"{name('owner', owner)}._grad = g{v}"
+    target = name("owner", owner) if known else f"args[{int(owner)}]"
+    return f"_set_grad({target}, g{v})"
+
+
 class _Draws:
     """What a plan draws from in place of a generator: a copy of its bit generator's state at
     the start of the call, made the generator's own by ``commit`` at write-back."""
@@ -1812,14 +1836,20 @@ def _hold_sigint() -> tuple[Any, list[int]] | None:
     Once the recording handler is in, no SIGINT can raise, whichever bytecode it lands on: a
     signal that lands earlier raises before anything is written. ``_signal`` is the C module
     under ``signal``, whose wrappers turn handlers into enums through a caught ValueError:
-    signal.getsignal and signal.signal took 2.0 and 3.1 us here, _signal's 0.04 and 0.3 us."""
-    if threading.current_thread() is not threading.main_thread():
-        return None
+    signal.getsignal and signal.signal took 2.0 and 3.1 us here, _signal's 0.04 and 0.3 us.
+    Elsewhere than the main thread (of the main interpreter) ``_signal.signal`` itself refuses
+    with a ValueError before changing anything: asked of it, and of ``threading`` only then
+    (current_thread and main_thread were two Python calls on every replay)."""
     previous = _signal.getsignal(_signal.SIGINT)
     if previous is None:
         return None
     caught: list[int] = []
-    _signal.signal(_signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        _signal.signal(_signal.SIGINT, lambda signum, frame: caught.append(signum))
+    except ValueError:  # not the main thread: no handler runs here, nothing to hold
+        if threading.current_thread() is not threading.main_thread():
+            return None
+        raise  # a pending signal's handler raised it (checked before the handler changes)
     return previous, caught
 
 
