@@ -189,3 +189,19 @@ def test_a_class_with_its_own_setattr_keeps_the_slot_setter() -> None:
     _Watched.seen.clear()
     compiled(x)
     assert "_grad" not in _Watched.seen
+
+
+def test_a_numpy_result_is_rebuilt_on_the_cpu_without_asking_its_device(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    model, _, step, args = _mlp()
+    compiled = planner.compile(step, backend="llvm", background=False)
+    for _ in range(3):
+        compiled(*args)
+
+    def refused(a: Any) -> str:
+        raise AssertionError("device_of_array asked")
+
+    monkeypatch.setattr(compile_module, "device_of_array", refused)
+    loss = compiled(*args)
+    assert loss.device == rt.device("cpu") and loss.dtype is rt.float32
+    assert compile_module._rebuild(("array", np.ones(2, np.float64))).dtype is rt.float64
