@@ -178,8 +178,11 @@ def device_guard(device: str) -> Any:
     return cupy_module().cuda.Device(int(device[5:]))
 
 
+_NUMPY_TYPES = (np.ndarray, np.generic)  # (a union written in the test is made at each call)
+
+
 def device_of_array(a: object) -> str:
-    if isinstance(a, np.ndarray | np.generic):
+    if isinstance(a, _NUMPY_TYPES):
         return "cpu"
     dev = getattr(a, "device", None)
     if dev is not None and type(a).__module__.startswith("cupy"):
