@@ -2091,8 +2091,8 @@ def _write_into(t: Tensor, value: Any) -> None:
 
 def _rebuild(template: Any) -> Any:
     kind, body = template
-    if kind == "array":  # a numpy array is on the CPU (device_of_array's isinstance of a
-        # union it builds each call: 700 instructions of every replay's result)
+    if kind == "array":  # a numpy array is on the CPU, without a call of device_of_array
+        # for every replay's result
         return Tensor._make(body, D.from_numpy_dtype(body.dtype),
                             "cpu" if type(body) is np.ndarray else device_of_array(body), None,
                             0, _VersionCounter())
